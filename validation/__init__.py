@@ -1,0 +1,1 @@
+"""Cross-checks, certified corpus and experiments: the bridge between the solvers."""
