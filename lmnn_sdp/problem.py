@@ -75,6 +75,11 @@ class LMNNProblem:
         )
 
     @property
+    def X_centered(self) -> np.ndarray:
+        """Inputs minus their mean, shape (n, d); every distance is computed on these."""
+        return self._Xc
+
+    @property
     def n_triplets(self) -> int:
         """Number of triplets ``(i, j, l)`` in eq. 14: ``k * sum_i |{l: y_l != y_i}|``."""
         counts = np.bincount(self.label_codes)
