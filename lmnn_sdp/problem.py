@@ -53,7 +53,7 @@ class LMNNProblem:
         self.label_codes = _readonly(codes.astype(np.intp))
         if len(self.classes) < 2:
             raise ValueError(
-                f"y has a single class ({self.classes[0]!r}); LMNN needs at least two "
+                f"y has a single class ({self.classes[0].tolist()!r}); LMNN needs at least two "
                 "classes, since impostors are points of another class."
             )
         self.mu = _check_mu(mu)
@@ -62,7 +62,7 @@ class LMNNProblem:
         self._Xc = _readonly(self.X - self.X.mean(axis=0))
         if targets is None:
             self.k = 3 if k is None else _check_k(k, self.label_codes, self.classes)
-            self.targets = _readonly(nearest_same_class(self._Xc, self.label_codes, self.k))
+            self.targets = _readonly(nearest_same_class(self.X, self.label_codes, self.k))
         else:
             self.targets = _readonly(_check_targets(targets, self.label_codes, k))
             self.k = self.targets.shape[1]
@@ -220,13 +220,14 @@ def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     exact sums of squared differences."""
     n = len(X)
     targets = np.empty((n, k), dtype=np.intp)
-    sq = np.einsum("nd,nd->n", X, X)
+    Xc = X - X.mean(axis=0)
+    sq = np.einsum("nd,nd->n", Xc, Xc)
     for c in np.unique(codes):
         members = np.flatnonzero(codes == c)
         block = max(1, _BLOCK_BYTES // (8 * len(members)))
         for start in range(0, len(members), block):
             rows = members[start:start + block]
-            D = sq[rows, None] + sq[None, members] - 2.0 * (X[rows] @ X[members].T)
+            D = sq[rows, None] + sq[None, members] - 2.0 * (Xc[rows] @ Xc[members].T)
             D[np.arange(len(rows)), np.arange(start, start + len(rows))] = np.inf
             kth = np.partition(D, k - 1, axis=1)[:, k - 1]
             slack = 1e-9 * (sq[rows] + sq[members].max()) + 1e-300
@@ -294,7 +295,7 @@ def _check_k(k, codes: np.ndarray, classes: np.ndarray) -> int:
     smallest = int(np.argmin(counts))
     if counts[smallest] <= k:
         raise ValueError(
-            f"class {classes[smallest]!r} has {counts[smallest]} members, so it cannot "
+            f"class {classes[smallest].tolist()!r} has {counts[smallest]} members, so it cannot "
             f"give each point k={k} target neighbours of its own class; use "
             f"k <= {counts[smallest] - 1} (the largest valid k for this data)."
         )

@@ -1,0 +1,115 @@
+"""The exact solvers: primal, dual and constraint generation agree and certify."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from lmnn_sdp import LMNNProblem, solve_lmnn, solve_lmnn_dual
+
+
+def reference_optimum(p: LMNNProblem) -> float:
+    """Eq. 14 as a plain cvxpy program: one trace term per triplet, no tricks."""
+    X, d = p.X, p.n_features
+    M = cp.Variable((d, d), PSD=True)
+    C = lambda a, b: np.outer(X[a] - X[b], X[a] - X[b])  # noqa: E731
+    pull = sum(cp.trace(C(i, j) @ M) for i in range(p.n_samples) for j in p.targets[i])
+    push = sum(cp.pos(1 + cp.trace((C(i, j) - C(i, l)) @ M)) for i, j, l in p.all_triplets())
+    problem = cp.Problem(cp.Minimize((1 - p.mu) * pull + p.mu * push))
+    problem.solve(solver="CLARABEL")
+    return problem.value
+
+
+def tiny(seed: int, mu: float, k: int = 2, n: int = 10, d: int = 2) -> LMNNProblem:
+    rng = np.random.default_rng(seed)
+    return LMNNProblem(rng.normal(size=(n, d)), np.arange(n) % 2, k=k, mu=mu)
+
+
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8)])
+def test_full_dual_and_cutting_plane_match_reference(seed, mu):
+    p = tiny(seed, mu)
+    expected = reference_optimum(p)
+    for result in (solve_lmnn(p), solve_lmnn_dual(p), solve_lmnn(p, method="cutting-plane")):
+        assert result.certificate.certified, result
+        assert result.objective == pytest.approx(expected, rel=1e-6)
+        assert result.lower_bound <= result.objective
+        assert result.objective == pytest.approx(p.objective(result.M), rel=1e-14)
+        assert np.allclose(result.M, result.M.T) and np.linalg.eigvalsh(result.M)[0] >= -1e-12
+
+
+def test_iris_full_and_cutting_plane_agree():
+    X, y = load_iris(return_X_y=True)
+    p = LMNNProblem(X, y, k=3, mu=0.5)
+    full = solve_lmnn(p)
+    cut = solve_lmnn(p, method="cutting-plane")
+    assert full.relative_gap <= 1e-6 and cut.relative_gap <= 1e-6
+    assert cut.objective == pytest.approx(full.objective, rel=1e-6)
+    assert cut.n_triplets < p.n_triplets  # the working set stays a fraction of 45,000
+    assert cut.rounds[-1].violated_outside == 0
+
+
+def test_cutting_plane_from_a_given_working_set():
+    p = tiny(3, 0.5, n=14)
+    full = solve_lmnn(p)
+    start = full.triplets[full.multipliers > 1e-6]
+    warm = solve_lmnn(p, method="cutting-plane", working_set=start)
+    assert warm.objective == pytest.approx(full.objective, rel=1e-6)
+    assert len(warm.rounds) <= 2
+
+
+def test_scs_is_available_and_reported_honestly():
+    p = tiny(4, 0.5)
+    result = solve_lmnn(p, solver="SCS", solver_options={"eps_abs": 1e-9, "eps_rel": 1e-9})
+    assert result.solver == "SCS"
+    assert result.lower_bound <= result.objective
+    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-4)
+
+
+def test_mu_zero_and_one():
+    p0 = tiny(5, 0.0)
+    assert solve_lmnn(p0).objective == pytest.approx(0.0, abs=1e-6)
+    p1 = tiny(5, 1.0)
+    r1 = solve_lmnn(p1)
+    assert r1.objective == pytest.approx(reference_optimum(p1), abs=1e-6)
+    assert r1.lower_bound <= r1.objective + 1e-12
+
+
+def test_duplicate_points():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(6, 2))
+    X = np.vstack([X, X])
+    p = LMNNProblem(X, np.arange(12) % 3, k=2, mu=0.5)
+    result = solve_lmnn(p, method="cutting-plane")
+    assert result.certificate.certified
+    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-6)
+
+
+def test_rank_deficient_inputs_are_solved_on_the_data_range():
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(12, 2))
+    X = np.column_stack([Z, Z[:, 0] + Z[:, 1], np.zeros(12)])  # rank 2 in 4 dimensions
+    p = LMNNProblem(X, np.arange(12) % 2, k=2, mu=0.5)
+    result = solve_lmnn(p)
+    assert result.certificate.certified
+    assert result.objective == pytest.approx(reference_optimum(LMNNProblem(Z, p.y, targets=p.targets)), rel=1e-6)
+
+
+def test_no_impostors_at_all():
+    X = np.array([[0.0, 0], [0.3, 0], [0, 0.3], [5, 5], [5.3, 5], [5, 5.3]])
+    p = LMNNProblem(X, [0, 0, 0, 1, 1, 1], k=2, mu=0.5)
+    assert len(p.active_triplets(np.eye(2))) == 0
+    result = solve_lmnn(p, method="cutting-plane")
+    assert result.certificate.certified
+    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-6)
+
+
+def test_bad_solver_and_method():
+    p = tiny(8, 0.5)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        solve_lmnn(p, solver="MOSEK")
+    with pytest.raises(ValueError, match="method must be"):
+        solve_lmnn(p, method="newton")
+    with pytest.raises(ValueError, match="cutting-plane"):
+        solve_lmnn(p, working_set=np.zeros((1, 3), dtype=int))

@@ -1,0 +1,193 @@
+"""LMNNProblem against brute-force references (eq. 14) and its input checks."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import lmnn_sdp.problem as problem_module
+from lmnn_sdp.problem import LMNNProblem
+
+
+def random_problem(seed: int, n: int = 14, d: int = 3, classes: int = 3, k: int = 2, mu: float = 0.2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.arange(n) % classes
+    return LMNNProblem(X, y, k=k, mu=mu)
+
+
+def random_psd(rng, d: int) -> np.ndarray:
+    L = rng.normal(size=(d, d))
+    return L.T @ L
+
+
+def brute_objective(X, y, targets, mu, M) -> float:
+    """Eq. 14 by a plain triple loop."""
+    def dist(a, b):
+        v = X[a] - X[b]
+        return v @ M @ v
+
+    pull = push = 0.0
+    for i in range(len(X)):
+        for j in targets[i]:
+            pull += dist(i, j)
+            for l in range(len(X)):
+                if y[l] != y[i]:
+                    push += max(0.0, 1.0 + dist(i, j) - dist(i, l))
+    return (1 - mu) * pull + mu * push
+
+
+def brute_targets(X, y, k):
+    out = []
+    for i in range(len(X)):
+        same = [j for j in range(len(X)) if j != i and y[j] == y[i]]
+        same.sort(key=lambda j: (np.sum((X[i] - X[j]) ** 2), j))
+        out.append(same[:k])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8), (3, 0.0), (4, 1.0)])
+def test_objective_matches_triple_loop(seed, mu):
+    p = random_problem(seed, mu=mu)
+    M = random_psd(np.random.default_rng(seed), 3) / 3
+    assert p.objective(M) == pytest.approx(brute_objective(p.X, p.y, p.targets, mu, M), rel=1e-12)
+
+
+def test_objective_weights_cannot_be_swapped():
+    p = random_problem(5, mu=0.2)
+    M = np.eye(3)
+    pull = np.sum(p.target_distances(M))
+    push = np.sum(np.maximum(p.triplet_margins(M, p.all_triplets()), 0))
+    assert pull != pytest.approx(push)
+    assert p.objective(M) == pytest.approx(0.8 * pull + 0.2 * push, rel=1e-12)
+
+
+def test_objective_is_blockwise(monkeypatch):
+    p = random_problem(6, n=30)
+    M = random_psd(np.random.default_rng(6), 3)
+    whole = p.objective(M)
+    monkeypatch.setattr(problem_module, "_BLOCK_BYTES", 8)  # one row per block
+    assert p.objective(M) == pytest.approx(whole, rel=1e-12)
+    assert len(p.active_triplets(M)) == int(np.sum(p.triplet_margins(M, p.all_triplets()) > 0))
+
+
+def test_default_targets_are_nearest_same_class_smallest_index_first():
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 3, size=(24, 2)).astype(float)  # many exact ties and duplicates
+    y = np.arange(24) % 2
+    p = LMNNProblem(X, y, k=3)
+    np.testing.assert_array_equal(p.targets, brute_targets(X, y, 3))
+
+
+def test_default_targets_on_shifted_data_with_large_offset():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(40, 3))
+    y = np.arange(40) % 4
+    np.testing.assert_array_equal(LMNNProblem(X + 1e4, y, k=2).targets, brute_targets(X, y, 2))
+
+
+def test_active_triplets_match_brute_force_with_band():
+    p = random_problem(9, n=16, k=3)
+    M = random_psd(np.random.default_rng(9), 3) / 5
+    everything = p.all_triplets()
+    margins = p.triplet_margins(M, everything)
+    for band in (0.0, 0.3):
+        found = p.active_triplets(M, band=band)
+        expected = everything[margins > -band]
+        assert sorted(map(tuple, found)) == sorted(map(tuple, expected))
+
+
+def test_all_triplets_count_and_membership():
+    p = random_problem(10, n=12, classes=3, k=2)
+    t = p.all_triplets()
+    assert len(t) == p.n_triplets == 12 * 2 * 8
+    assert np.all(p.y[t[:, 0]] == p.y[t[:, 1]]) and np.all(p.y[t[:, 0]] != p.y[t[:, 2]])
+    assert len({tuple(r) for r in t}) == len(t)
+
+
+def test_scatters_match_outer_product_sums():
+    p = random_problem(11)
+    rng = np.random.default_rng(11)
+    C = lambda a, b: np.outer(p.X[a] - p.X[b], p.X[a] - p.X[b])  # noqa: E731
+    pull = sum(C(i, j) for i in range(p.n_samples) for j in p.targets[i])
+    np.testing.assert_allclose(p.pull_matrix(), pull, rtol=1e-12, atol=1e-12)
+    t = p.all_triplets()[rng.choice(p.n_triplets, 30, replace=False)]
+    w = rng.uniform(size=30)
+    expected = sum(wt * (C(i, l) - C(i, j)) for wt, (i, j, l) in zip(w, t))
+    np.testing.assert_allclose(p.triplet_scatter(t, w), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_triplet_margins_are_exact_for_duplicates():
+    X = np.array([[0.0, 0], [0, 0], [1, 0], [1, 0], [5, 5], [5, 5]])
+    y = np.array([0, 0, 1, 1, 2, 2])
+    p = LMNNProblem(X, y, k=1)
+    np.testing.assert_array_equal(p.targets.ravel(), [1, 0, 3, 2, 5, 4])
+    t = np.array([[0, 1, 2], [0, 1, 3]])
+    np.testing.assert_allclose(p.triplet_margins(np.eye(2), t), [0.0, 0.0], atol=1e-15)
+
+
+def test_explicit_targets_are_used_and_k_inferred():
+    X = np.arange(12, dtype=float).reshape(6, 2)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    targets = np.array([[2], [2], [0], [5], [3], [3]])
+    p = LMNNProblem(X, y, targets=targets, mu=0.3)
+    assert p.k == 1
+    np.testing.assert_array_equal(p.targets, targets)
+
+
+@pytest.mark.parametrize("X,y,kwargs,error,match", [
+    ([[0.0, np.nan], [1, 1], [2, 2], [3, 3]], [0, 0, 1, 1], {"k": 1}, ValueError, "NaN"),
+    ([[0.0, np.inf], [1, 1], [2, 2], [3, 3]], [0, 0, 1, 1], {"k": 1}, ValueError, "infinity"),
+    ([0.0, 1, 2, 3], [0, 0, 1, 1], {"k": 1}, ValueError, "2-D"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1], {"k": 1}, ValueError, "4 rows but y has 3"),
+    ([[0.0], [1], [2], [3]], [0, 0, 0, 0], {"k": 1}, ValueError, "single class"),
+    ([[0.0], [1], [2], [3], [4]], [0, 0, 0, 1, 1], {"k": 2}, ValueError, r"class 1 has 2 members.*k <= 1"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": 1.5}, ValueError, r"mu must lie in \[0, 1\]"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": -0.1}, ValueError, "mu must lie"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": "a"}, TypeError, "mu must be a real"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 0}, ValueError, "k must be at least 1"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1.5}, TypeError, "k must be a positive integer"),
+    ([[0.0], [1], [2], [3]], [[0, 0, 1, 1]], {"k": 1}, ValueError, "y must be 1-D"),
+])
+def test_bad_inputs_raise_clear_errors(X, y, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        LMNNProblem(X, y, **kwargs)
+
+
+@pytest.mark.parametrize("targets,error,match", [
+    ([[1], [0], [3], [7]], ValueError, r"indices in \[0, 3\]"),
+    ([[-1], [0], [3], [2]], ValueError, r"indices in \[0, 3\]"),
+    ([[0], [0], [3], [2]], ValueError, "point 0 is its own target"),
+    ([[2], [0], [3], [2]], ValueError, "point 0 has a target neighbour of another class"),
+    ([[1, 1], [0, 0], [3, 3], [2, 2]], ValueError, "same target neighbour twice"),
+    ([[1.0], [0], [3], [2]], TypeError, "integer"),
+    ([1, 0, 3, 2], ValueError, "shape"),
+])
+def test_bad_targets_raise_clear_errors(targets, error, match):
+    X = np.arange(8, dtype=float).reshape(4, 2)
+    with pytest.raises(error, match=match):
+        LMNNProblem(X, [0, 0, 1, 1], targets=np.array(targets))
+
+
+def test_bad_metric_raises():
+    p = random_problem(12)
+    with pytest.raises(ValueError, match="shape"):
+        p.objective(np.eye(2))
+    with pytest.raises(ValueError, match="NaN"):
+        p.objective(np.full((3, 3), np.nan))
+
+
+def test_no_impostors_gives_no_active_triplets():
+    X = np.array([[0.0, 0], [0.1, 0], [0, 0.1], [10, 10], [10.1, 10], [10, 10.1]])
+    p = LMNNProblem(X, [0, 0, 0, 1, 1, 1], k=2)
+    assert len(p.active_triplets(np.eye(2))) == 0
+    assert p.objective(np.eye(2)) == pytest.approx(0.5 * np.sum(p.target_distances(np.eye(2))))
+
+
+def test_problem_is_immutable():
+    p = random_problem(13)
+    with pytest.raises(ValueError):
+        p.X[0, 0] = 1.0
+    assert list(itertools.islice(p.targets.flat, 1))  # readable
