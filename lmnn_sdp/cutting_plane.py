@@ -33,9 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.formulation import reduced_space
-from lmnn_sdp.lmnn import SDPResult, certified_result, solve_primal
+from lmnn_sdp.formulation import ReducedSpace, reduced_space
+from lmnn_sdp.lmnn import SDPResult, certified_result, solve_dual_formulation, solve_primal
 from lmnn_sdp.problem import LMNNProblem, _check_triplets
+
+
+FORMULATIONS = {"dual": solve_dual_formulation, "primal": solve_primal}
 
 
 @dataclass(frozen=True)
@@ -54,20 +57,25 @@ class Round:
 
 def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, working_set=None,
                         tol: float = 1e-6, add_band: float = 0.05, max_rounds: int = 30,
-                        solver_options: dict | None = None, progress: bool = False) -> SDPResult:
+                        formulation: str = "dual", solver_options: dict | None = None,
+                        progress: bool = False) -> SDPResult:
     """LMNN SDP by constraint generation; ``working_set`` (T, 3) is the starting set.
 
-    Stops when no triplet outside the working set is violated (the restricted
-    optimum is then the full one) or after ``max_rounds`` rounds."""
+    Each round solves the restricted SDP in the given ``formulation`` ("dual",
+    the default, or "primal"). Stops when no triplet outside the working set is
+    violated (the restricted optimum is then the full one) or after
+    ``max_rounds`` rounds."""
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {tuple(FORMULATIONS)}, got {formulation!r}.")
     space = reduced_space(problem)
     if working_set is None:
-        working_set = problem.active_triplets(space.lift(np.eye(space.rank)), band=add_band)
+        working_set = problem.active_triplets(best_scaled_identity(problem, space), band=add_band)
     working = _unique_rows(_check_triplets(working_set, problem.n_samples))
     rounds, build, solve = [], 0.0, 0.0
     bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
     for _ in range(max_rounds):
         start = time.perf_counter()
-        solution = solve_primal(problem, space, working, solver, solver_options)
+        solution = FORMULATIONS[formulation](problem, space, working, solver, solver_options)
         build, solve = build + solution.build_time, solve + solution.solve_time
         result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
         found = problem.active_triplets(result.M, band=add_band)
@@ -84,6 +92,12 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
     bar.close()
     result.rounds, result.build_time, result.solve_time = rounds, build, solve
     return result
+
+
+def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
+    """The metric ``s * I`` (reduced space; s on a log grid 2^-4..2^8) of least ``eps``, (d, d)."""
+    candidates = [space.lift(2.0**e * np.eye(space.rank)) for e in np.arange(-4, 8.5, 0.5)]
+    return min(candidates, key=problem.objective)
 
 
 def _unique_rows(triplets: np.ndarray) -> np.ndarray:

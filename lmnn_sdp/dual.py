@@ -36,15 +36,15 @@ from lmnn_sdp.problem import LMNNProblem
 
 
 @dataclass
-class DualSolution:
-    """Raw output of one dual solve, before certification."""
+class SDPSolution:
+    """Raw output of one SDP solve (primal or dual), before certification."""
 
-    multipliers: np.ndarray  # (T,) lambda of the free triplets
-    beta: float  # weight of the fixed part (0 without one)
-    M_reduced: np.ndarray  # (r, r) metric from the PSD constraint's dual
+    M_reduced: np.ndarray  # (r, r) metric in reduced coordinates
+    multipliers: np.ndarray  # (T,) lambda of the (free) triplets, as the solver gave them
     status: str
     build_time: float
     solve_time: float
+    beta: float = 0.0  # weight of the dual's fixed part (0 without one)
 
 
 def dual_sdp(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.ndarray,
@@ -78,26 +78,26 @@ def dual_sdp(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.ndar
 
 def solve_dual(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.ndarray,
                solver: str = "CLARABEL", fixed: np.ndarray | None = None,
-               fixed_value: float = 0.0, solver_options: dict | None = None) -> DualSolution:
+               fixed_value: float = 0.0, solver_options: dict | None = None) -> SDPSolution:
     """Solve ``dual_sdp``; multipliers are returned as the solver gave them (unchecked)."""
     start = time.perf_counter()
     problem, lam, beta, psd = dual_sdp(space, mu, pull, triplets, fixed, fixed_value)
     if lam is None and beta is None:
         # No multiplier at all: the dual value is 0, attained by M = 0.
-        return DualSolution(np.zeros(0), 0.0, np.zeros((space.rank,) * 2), "trivial", 0.0, 0.0)
+        return SDPSolution(np.zeros((space.rank,) * 2), np.zeros(0), "trivial", 0.0, 0.0)
     with warnings.catch_warnings():  # the status is reported; the certificate judges
         warnings.filterwarnings("ignore", message="Solution may be inaccurate")
         problem.solve(solver=solver, **(solver_options or {}))
     total = time.perf_counter() - start
     solve_time = float(problem.solver_stats.solve_time or 0.0)
     M_r = psd.dual_value if psd.dual_value is not None else np.full((space.rank,) * 2, np.nan)
-    return DualSolution(
-        multipliers=_value(lam, len(triplets)),
-        beta=float(beta.value) if beta is not None and beta.value is not None else 0.0,
+    return SDPSolution(
         M_reduced=(M_r + M_r.T) / 2,
+        multipliers=_value(lam, len(triplets)),
         status=str(problem.status),
         build_time=total - solve_time,
         solve_time=solve_time,
+        beta=float(beta.value) if beta is not None and beta.value is not None else 0.0,
     )
 
 

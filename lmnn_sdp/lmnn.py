@@ -19,7 +19,7 @@ import cvxpy as cp
 import numpy as np
 
 from lmnn_sdp.certificate import Certificate, certify
-from lmnn_sdp.dual import solve_dual
+from lmnn_sdp.dual import SDPSolution, solve_dual
 from lmnn_sdp.formulation import (
     ReducedSpace,
     pair_outer_svec,
@@ -101,26 +101,19 @@ def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: floa
     solver = _check_solver(solver)
     space = reduced_space(problem)
     triplets = problem.all_triplets()
-    sol = solve_dual(space, problem.mu, space.matrix(problem.pull_matrix()), triplets, solver,
-                     solver_options=solver_options)
-    solution = PrimalSolution(sol.M_reduced, sol.multipliers, sol.status, sol.build_time,
-                              sol.solve_time)
+    solution = solve_dual_formulation(problem, space, triplets, solver, solver_options)
     return certified_result(problem, space, solution, triplets, solver, "dual", tol)
 
 
-@dataclass
-class PrimalSolution:
-    """Raw output of one SDP solve, before certification."""
-
-    M_reduced: np.ndarray  # (r, r)
-    multipliers: np.ndarray  # (T,)
-    status: str
-    build_time: float
-    solve_time: float
+def solve_dual_formulation(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray,
+                           solver: str, solver_options: dict | None = None) -> SDPSolution:
+    """Solve the dual SDP (``dual.dual_sdp``) on ``triplets`` (T, 3) in the reduced space."""
+    return solve_dual(space, problem.mu, space.matrix(problem.pull_matrix()), triplets, solver,
+                      solver_options=solver_options)
 
 
 def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray,
-                 solver: str, solver_options: dict | None = None) -> PrimalSolution:
+                 solver: str, solver_options: dict | None = None) -> SDPSolution:
     """Solve the SDP of this module on ``triplets`` (T, 3) in the reduced space."""
     start = time.perf_counter()
     cvx_problem, m, margins = primal_sdp(space, problem.mu, space.matrix(problem.pull_matrix()),
@@ -136,7 +129,7 @@ def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray
     else:
         M_r = (svec_to_matrix(r) @ m.value).reshape(r, r)
     multipliers = np.zeros(0) if margins is None else _dual_or_nan(margins, len(triplets))
-    return PrimalSolution(M_r, multipliers, str(cvx_problem.status), total - solve_time, solve_time)
+    return SDPSolution(M_r, multipliers, str(cvx_problem.status), total - solve_time, solve_time)
 
 
 def primal_sdp(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.ndarray):
@@ -159,7 +152,7 @@ def primal_sdp(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.nd
     return cp.Problem(cp.Minimize(objective), constraints), m, margins
 
 
-def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: PrimalSolution,
+def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSolution,
                      triplets: np.ndarray, solver: str, method: str, tol: float,
                      rounds: list | None = None) -> SDPResult:
     """Project the solver's metric onto the PSD cone, lift it, and certify it.
