@@ -1,0 +1,201 @@
+"""Exact, memory-bounded impostor search in the transformed space ``L x`` (sec. 3.1, 6.2, App. A).
+
+An impostor of ``x_i`` is a differently labelled ``x_l`` that violates (or
+nearly violates) the margin of one of ``x_i``'s target neighbours ``x_j``:
+``D(i, l) < D(i, j) + 1`` (eq. 10). The solver keeps a working set of
+candidate pairs ``(i, l)`` found with the per-point radius
+
+    impostor_radius(i) = max_j D(i, j) + 1 + band            (App. A)
+
+so every triplet ``(i, j, l)`` whose hinge ``1 + D(i, j) - D(i, l)`` exceeds
+``-band`` has its pair in the set, for all ``k`` target ranks at once.
+
+Two exact search paths, both one class at a time (sec. 6.2: impostors of
+``x_i`` lie in the other classes, so each class is searched as one block):
+
+* ``"blockwise"``: squared distances ``|z_i|^2 + |z_l|^2 - 2 z_i.z_l`` between
+  a block of rows and all points of the other classes, with the block size set
+  by a memory budget (64 MiB), so memory never grows with ``n^2``;
+* ``"balltree"``: one ``sklearn.neighbors.BallTree`` per class over the points
+  ``L x_l`` of that class, queried with the per-point radius by every point of
+  the other classes (sec. 6.2).
+
+Rule for ``method="auto"`` (measured with ``validation/bench_impostor_search.py``
+on 2 shared cores): ball trees prune well only in low dimension (Fig. 12 of the
+paper), so ``"balltree"`` is used when the rank of ``M`` (the dimension of
+``L x``) is at most ``BALLTREE_MAX_RANK`` and ``"blockwise"`` otherwise.
+Candidates of both paths are re-measured with exact differences
+``|z_i - z_l|^2`` before the strict comparison, so the two paths return the
+same pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.neighbors import BallTree
+
+from fast_solver.psd import transformation_from_metric
+from lmnn_sdp.problem import LMNNProblem
+
+BALLTREE_MAX_RANK = 6
+SEARCH_METHODS = ("auto", "blockwise", "balltree")
+_BLOCK_BYTES = 64 * 2**20
+_PAIR_CHUNK = 1 << 16
+
+
+def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "auto") -> np.ndarray:
+    """All triplets with ``1 + D_ij - D_il > -band`` at a PSD ``M``, exact (eq. 14, App. A).
+
+    Same contract as ``LMNNProblem.active_triplets``, found through the
+    impostor-pair search in the space ``L x`` instead of every triplet.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+    M : array-like of shape (d, d)
+        PSD metric (a negative eigenvalue beyond round-off raises ``ValueError``).
+    band : float >= 0
+        Also return triplets within ``band`` of the margin.
+    method : {"auto", "blockwise", "balltree"}
+        Search path; see the module docstring for the ``"auto"`` rule.
+
+    Returns
+    -------
+    ndarray of int, shape (T, 3)
+        Rows ``(i, j, l)`` ordered by ``i``, target rank, then ``l``.
+    """
+    band = _check_band(band)
+    Z = transformed_inputs(problem, _check_psd(problem, M))
+    target_d = target_distances(Z, problem.targets)
+    i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
+    hinge = 1.0 + target_d[i] - dist[:, None]
+    p, rank = np.nonzero(hinge > -band)
+    order = np.lexsort((l[p], rank, i[p]))
+    p, rank = p[order], rank[order]
+    return np.column_stack([i[p], problem.targets[i[p], rank], l[p]]).astype(np.intp)
+
+
+def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:
+    """Centred inputs (``problem.X_centered``) mapped by ``L`` with ``L^T L = M`` (eq. 2), shape (n, rank(M))."""
+    L = transformation_from_metric(M)
+    return problem.X_centered @ L.T
+
+
+def target_distances(Z: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k)."""
+    diff = Z[:, None, :] - Z[targets]
+    return np.einsum("nkr,nkr->nk", diff, diff)
+
+
+def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
+    """Search radius ``max_j D(i, j) + 1 + band`` of every point (App. A), shape (n,)."""
+    return target_d.max(axis=1) + 1.0 + band
+
+
+def pair_distances(Z: np.ndarray, i: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """Exact ``|z_i - z_l|^2`` for pairs, shape (P,), in chunks of bounded memory."""
+    out = np.empty(len(i))
+    for start in range(0, len(i), _PAIR_CHUNK):
+        stop = start + _PAIR_CHUNK
+        diff = Z[i[start:stop]] - Z[l[start:stop]]
+        out[start:stop] = np.einsum("pr,pr->p", diff, diff)
+    return out
+
+
+def impostor_pairs(
+    Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pairs ``(i, l)`` with ``codes[l] != codes[i]`` and ``|z_i - z_l|^2 < radius[i]``.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, r)
+        Inputs in the transformed space ``L x``.
+    codes : ndarray of int, shape (n,)
+        Class codes.
+    radius : ndarray of shape (n,)
+        Squared search radius of every point (``impostor_radius``).
+    method : {"auto", "blockwise", "balltree"}
+
+    Returns
+    -------
+    i, l : ndarray of int, shape (P,)
+        Pairs ordered by ``i`` then ``l``.
+    dist : ndarray of shape (P,)
+        Their exact squared distances.
+    """
+    method = choose_search_method(Z.shape[1], method)
+    search = _balltree_candidates if method == "balltree" else _blockwise_candidates
+    i, l = search(Z, codes, radius)
+    dist = pair_distances(Z, i, l)
+    keep = dist < radius[i]
+    i, l, dist = i[keep], l[keep], dist[keep]
+    order = np.lexsort((l, i))
+    return i[order], l[order], dist[order]
+
+
+def choose_search_method(rank: int, method: str = "auto") -> str:
+    """``"balltree"`` for ``rank <= BALLTREE_MAX_RANK``, else ``"blockwise"`` (when ``"auto"``)."""
+    if method not in SEARCH_METHODS:
+        raise ValueError(f"method must be one of {SEARCH_METHODS}, got {method!r}.")
+    if method != "auto":
+        return method
+    return "balltree" if rank <= BALLTREE_MAX_RANK else "blockwise"
+
+
+def _blockwise_candidates(Z, codes, radius):
+    """Candidate pairs from Gram-matrix distances with a small slack, one class at a time."""
+    sq = np.einsum("nr,nr->n", Z, Z)
+    found_i, found_l = [], []
+    for c in np.unique(codes):
+        members = np.flatnonzero(codes == c)
+        others = np.flatnonzero(codes != c)
+        block = max(1, _BLOCK_BYTES // (8 * max(len(others), 1)))
+        for start in range(0, len(members), block):
+            rows = members[start:start + block]
+            D = sq[rows, None] + sq[None, others] - 2.0 * (Z[rows] @ Z[others].T)
+            slack = 1e-9 * (sq[rows] + sq[others].max()) + 1e-12
+            r, o = np.nonzero(D < (radius[rows] + slack)[:, None])
+            found_i.append(rows[r])
+            found_l.append(others[o])
+    return _concatenate(found_i), _concatenate(found_l)
+
+
+def _balltree_candidates(Z, codes, radius):
+    """Candidate pairs from one ball tree per class and per-point radius queries (sec. 6.2)."""
+    found_i, found_l = [], []
+    reach = np.sqrt(radius) * (1 + 1e-9) + 1e-12
+    for c in np.unique(codes):
+        members = np.flatnonzero(codes == c)
+        others = np.flatnonzero(codes != c)
+        tree = BallTree(Z[members])
+        hits = tree.query_radius(Z[others], r=reach[others])
+        counts = np.fromiter((len(h) for h in hits), dtype=np.intp, count=len(hits))
+        found_i.append(np.repeat(others, counts))
+        found_l.append(members[_concatenate(list(hits))])
+    return _concatenate(found_i), _concatenate(found_l)
+
+
+def _concatenate(parts) -> np.ndarray:
+    return np.concatenate(parts).astype(np.intp) if parts else np.empty(0, dtype=np.intp)
+
+
+def _check_band(band) -> float:
+    band = float(band)
+    if not np.isfinite(band) or band < 0:
+        raise ValueError(f"band must be a finite number >= 0, got {band}.")
+    return band
+
+
+def _check_psd(problem: LMNNProblem, M) -> np.ndarray:
+    M = np.asarray(M, dtype=float)
+    d = problem.n_features
+    if M.shape != (d, d) or not np.all(np.isfinite(M)):
+        raise ValueError(f"M must be a finite array of shape ({d}, {d}), got shape {M.shape}.")
+    if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12 * max(np.abs(M).max(), 1.0)):
+        raise ValueError("M must be symmetric; pass (M + M.T) / 2.")
+    smallest = np.linalg.eigvalsh(M)[0]
+    if smallest < -1e-10 * max(np.abs(M).max(), 1.0):
+        raise ValueError(f"M must be positive semidefinite; its smallest eigenvalue is "
+                         f"{smallest:.3g}. Project it with fast_solver.project_psd.")
+    return M
