@@ -45,7 +45,7 @@ FORMULATIONS = {"dual": solve_dual_formulation, "primal": solve_primal}
 class Round:
     """One constraint-generation round."""
 
-    working_set: int  # triplets in the SDP of this round
+    sdp_triplets: int  # the working set: triplets in the SDP of this round
     added: int  # violated or near-margin triplets found outside it
     violated_outside: int  # of which violated (margin > 0)
     objective: float  # eps(M) of the full problem at this round's metric
@@ -56,13 +56,16 @@ class Round:
 
 
 def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, working_set=None,
-                        tol: float = 1e-6, add_band: float = 0.05, max_rounds: int = 30,
+                        tol: float = 1e-6, add_band: float = 0.05, drop_band: float | None = 0.5,
+                        max_rounds: int = 30,
                         formulation: str = "dual", solver_options: dict | None = None,
                         progress: bool = False) -> SDPResult:
     """LMNN SDP by constraint generation; ``working_set`` (T, 3) is the starting set.
 
     Each round solves the restricted SDP in the given ``formulation`` ("dual",
-    the default, or "primal"). Stops when no triplet outside the working set is
+    the default, or "primal"), adds the triplets outside the working set with
+    margin above ``-add_band`` and drops those with a zero multiplier and a
+    margin below ``-drop_band`` (``None`` keeps every triplet). Stops when no triplet outside the working set is
     violated (the restricted optimum is then the full one) or after
     ``max_rounds`` rounds."""
     if formulation not in FORMULATIONS:
@@ -88,10 +91,19 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
         bar.set_postfix(working=len(working), added=len(fresh), gap=f"{result.relative_gap:.2g}")
         if violated == 0:
             break
-        working = np.concatenate([working, fresh])
+        working = np.concatenate([_still_useful(problem, result, drop_band), fresh])
     bar.close()
     result.rounds, result.build_time, result.solve_time = rounds, build, solve
     return result
+
+
+def _still_useful(problem: LMNNProblem, result: SDPResult, drop_band: float | None) -> np.ndarray:
+    """Working-set triplets with a positive multiplier or a margin above ``-drop_band``."""
+    if drop_band is None:
+        return result.triplets
+    margins = problem.triplet_margins(result.M, result.triplets)
+    keep = (result.multipliers > 1e-9 * problem.mu) | (margins > -drop_band)
+    return result.triplets[keep]
 
 
 def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:

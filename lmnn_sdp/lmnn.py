@@ -73,22 +73,27 @@ class SDPResult:
 
 def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "full", *,
                working_set=None, tol: float = 1e-6, solver_options: dict | None = None,
-               **cutting_plane_options) -> SDPResult:
+               **options) -> SDPResult:
     """Solve the LMNN SDP exactly and certify the answer.
 
     ``method="full"`` puts every triplet into one SDP; ``method="cutting-plane"``
     solves on a working set and adds violated triplets until none is left
     (``cutting_plane.solve_cutting_plane``, which takes ``working_set`` and
-    further options)."""
+    further options); ``method="aggregated"`` keeps only the triplets near the
+    margin in the SDP (``aggregated.solve_aggregated``, options such as
+    ``start`` and ``band``)."""
     solver = _check_solver(solver)
     if method == "cutting-plane":
         from lmnn_sdp.cutting_plane import solve_cutting_plane
         return solve_cutting_plane(problem, solver, working_set=working_set, tol=tol,
-                                   solver_options=solver_options, **cutting_plane_options)
+                                   solver_options=solver_options, **options)
+    if method == "aggregated":
+        from lmnn_sdp.aggregated import solve_aggregated
+        return solve_aggregated(problem, solver, tol=tol, solver_options=solver_options, **options)
     if method != "full":
-        raise ValueError(f"method must be 'full' or 'cutting-plane', got {method!r}.")
-    if working_set is not None or cutting_plane_options:
-        raise ValueError("working_set and constraint-generation options need method='cutting-plane'.")
+        raise ValueError(f"method must be 'full', 'cutting-plane' or 'aggregated', got {method!r}.")
+    if working_set is not None or options:
+        raise ValueError("working_set and round options need method='cutting-plane' or 'aggregated'.")
     space = reduced_space(problem)
     triplets = problem.all_triplets()
     solution = solve_primal(problem, space, triplets, solver, solver_options)

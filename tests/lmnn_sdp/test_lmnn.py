@@ -31,7 +31,9 @@ def tiny(seed: int, mu: float, k: int = 2, n: int = 10, d: int = 2) -> LMNNProbl
 def test_full_dual_and_cutting_plane_match_reference(seed, mu):
     p = tiny(seed, mu)
     expected = reference_optimum(p)
-    for result in (solve_lmnn(p), solve_lmnn_dual(p), solve_lmnn(p, method="cutting-plane")):
+    solves = (solve_lmnn(p), solve_lmnn_dual(p), solve_lmnn(p, method="cutting-plane"),
+              solve_lmnn(p, method="aggregated"))
+    for result in solves:
         assert result.certificate.certified, result
         assert result.objective == pytest.approx(expected, rel=1e-6)
         assert result.lower_bound <= result.objective
@@ -39,15 +41,27 @@ def test_full_dual_and_cutting_plane_match_reference(seed, mu):
         assert np.allclose(result.M, result.M.T) and np.linalg.eigvalsh(result.M)[0] >= -1e-12
 
 
-def test_iris_full_and_cutting_plane_agree():
+def test_iris_full_cutting_plane_and_aggregated_agree():
     X, y = load_iris(return_X_y=True)
     p = LMNNProblem(X, y, k=3, mu=0.5)
     full = solve_lmnn(p)
     cut = solve_lmnn(p, method="cutting-plane")
-    assert full.relative_gap <= 1e-6 and cut.relative_gap <= 1e-6
-    assert cut.objective == pytest.approx(full.objective, rel=1e-6)
+    aggregated = solve_lmnn(p, method="aggregated")
+    for result in (full, cut, aggregated):
+        assert result.relative_gap <= 1e-6
+        assert result.objective == pytest.approx(full.objective, rel=1e-6)
     assert cut.n_triplets < p.n_triplets  # the working set stays a fraction of 45,000
     assert cut.rounds[-1].violated_outside == 0
+    assert aggregated.rounds[-1].sdp_triplets < 200  # only triplets near the margin
+
+
+def test_aggregated_from_a_given_start_and_every_round_bound_is_valid():
+    p = tiny(9, 0.2, n=16)
+    optimum = reference_optimum(p)
+    result = solve_lmnn(p, method="aggregated", start=np.eye(2), band=0.02)
+    assert result.objective == pytest.approx(optimum, rel=1e-6)
+    assert all(r.lower_bound <= optimum * (1 + 1e-9) for r in result.rounds)
+    assert all(r.objective >= optimum * (1 - 1e-9) for r in result.rounds)
 
 
 def test_cutting_plane_from_a_given_working_set():
