@@ -21,6 +21,11 @@ lower bound every round) and the PSD constraint's dual is the model's
 minimiser ``M'``. A line search on eq. 14 between ``M_r`` and ``M'`` gives
 ``M_{r+1}``; when the split is right the step lands on the optimum and the
 bounds meet. The answer is judged only by the certificate.
+
+Measured on Letter Recognition (n=300, machine shared with other jobs): a
+fixed band of 0.05 took 13 rounds and 145 s; halving the band after full steps
+and doubling it after short ones took 9 rounds but 179 s (bigger SDPs), so the
+band stays fixed.
 """
 
 from __future__ import annotations
