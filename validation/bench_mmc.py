@@ -1,0 +1,125 @@
+"""MMC: certified optimum against metric-learn 0.7.0 on iris (raw) and wine (standardised).
+
+For the full problem (MMC) and the diagonal one (XING) of ``lmnn_sdp.mmc``, with all
+label pairs, prints our objective, bound, certified gap and time, then metric-learn's
+``MMC`` fitted on the same pairs, scored by our evaluators: full metrics after
+scaling to feasibility (``sum_S D_A = 1``, which keeps every distance ratio), diagonal
+ones as returned and after their best rescaling. Its gap is measured against our
+certified bound. Timings are wall-clock seconds on whatever machine runs this.
+
+    pip install metric-learn==0.7.0
+    python -m validation.bench_mmc [--threads N] [--skip-metric-learn]
+
+metric-learn 0.7.0 passes ``force_all_finite`` to scikit-learn's ``check_array`` and
+``check_X_y``; scikit-learn 1.8 removed that name (it is ``ensure_all_finite`` since
+1.6). :func:`metric_learn_shim` renames the argument for the duration of a fit by
+swapping the two functions that ``metric_learn._util`` imported; no installed file
+is edited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from lmnn_sdp.mmc import certify_mmc, label_pairs, pair_distances, solve_mmc, xing_objective
+from validation.datasets import load_bundled
+
+DATASETS = ("iris", "wine")  # load_bundled: iris raw, wine standardised
+
+
+def run_benchmark(threads: int | None = None, metric_learn: bool = True) -> list[dict]:
+    """One row per data set and problem (full, diagonal); see the module docstring."""
+    options = {} if threads is None else {"max_threads": threads}
+    rows = []
+    for name in DATASETS:
+        X, y = load_bundled(name)
+        for diagonal in (False, True):
+            ours = solve_mmc(X, y, diagonal=diagonal, solver_options=options)
+            row = {"data": name, "problem": "diagonal" if diagonal else "full",
+                   "objective": ours.objective, "bound": ours.bound, "gap": ours.gap,
+                   "certified": ours.certified, "status": ours.status,
+                   "seconds": ours.setup_time + ours.solve_time + ours.certify_time}
+            if metric_learn:
+                row.update(score_metric_learn(X, y, diagonal, ours))
+            rows.append(row)
+    return rows
+
+
+def score_metric_learn(X: np.ndarray, y: np.ndarray, diagonal: bool, ours) -> dict:
+    """Fit metric-learn's MMC on all label pairs; score it against our certified bound."""
+    from metric_learn import MMC
+
+    similar, dissimilar = label_pairs(y)
+    pairs = np.concatenate([similar, dissimilar])
+    signs = np.r_[np.ones(len(similar)), -np.ones(len(dissimilar))]
+    start = time.perf_counter()
+    with metric_learn_shim():
+        model = MMC(diagonal=diagonal).fit(X[pairs], signs)
+    seconds = time.perf_counter() - start
+    metric = model.get_mahalanobis_matrix()
+    value = certify_mmc(X, metric, y, diagonal=diagonal).objective
+    if not diagonal:
+        return {"ml_objective": value, "ml_gap": (ours.upper_bound - value) / ours.upper_bound,
+                "ml_seconds": seconds}
+    weights = np.diag(metric)
+    rescaled = weights * 0.5 / np.sum(pair_distances(X, similar, metric))  # best t = 1/2
+    best = xing_objective(X, similar, dissimilar, rescaled)
+    return {"ml_objective": value, "ml_gap": value - ours.lower_bound,
+            "ml_rescaled": best, "ml_rescaled_gap": best - ours.lower_bound,
+            "ml_seconds": seconds}
+
+
+@contextlib.contextmanager
+def metric_learn_shim() -> Iterator[None]:
+    """Let metric-learn 0.7.0 call scikit-learn >= 1.8 validation (see module docstring)."""
+    import metric_learn._util as util
+
+    originals = util.check_array, util.check_X_y
+
+    def renamed(function):
+        def call(*args, force_all_finite=True, **kwargs):
+            return function(*args, ensure_all_finite=force_all_finite, **kwargs)
+        return call
+
+    util.check_array, util.check_X_y = (renamed(f) for f in originals)
+    try:
+        yield
+    finally:
+        util.check_array, util.check_X_y = originals
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The table printed by ``main``."""
+    lines = [f"{'data':5} {'problem':8} {'objective':>14} {'bound':>14} {'gap':>9} "
+             f"{'cert':>4} {'status':>18} {'time s':>7} | {'metric-learn':>14} "
+             f"{'its gap':>9} {'time s':>7} | {'rescaled':>10} {'its gap':>9}"]
+    for r in rows:
+        line = (f"{r['data']:5} {r['problem']:8} {r['objective']:14.9f} {r['bound']:14.9f} "
+                f"{r['gap']:9.2e} {'yes' if r['certified'] else 'NO':>4} {r['status']:>18} "
+                f"{r['seconds']:7.2f}")
+        if "ml_objective" in r:
+            line += (f" | {r['ml_objective']:14.6f} {r['ml_gap']:9.2e} {r['ml_seconds']:7.2f}")
+        if "ml_rescaled" in r:
+            line += f" | {r['ml_rescaled']:10.6f} {r['ml_rescaled_gap']:9.2e}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=None,
+                        help="Clarabel max_threads (default: Clarabel's own choice)")
+    parser.add_argument("--skip-metric-learn", action="store_true",
+                        help="only our solves (metric-learn not installed)")
+    args = parser.parse_args(argv)
+    print(format_rows(run_benchmark(args.threads, not args.skip_metric_learn)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
