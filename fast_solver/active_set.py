@@ -8,13 +8,24 @@ of eq. 18, evaluates eq. 14 on the working set only, and
 * otherwise rolls back to the previous ``M`` and halves ``alpha``.
 
 Working set and re-checks: the working set holds the pairs ``(i, l)`` within
-``impostor_radius = max_j D(i, j) + 1 + band`` found by exact searches (union
-over all searches, as ``N^(t)`` in Alg. 1). A full re-check searches all
+``impostor_radius = max_j D(i, j) + 1 + band`` found by the last exact search.
+Alg. 1 keeps the union over all searches (``N^(t)``); we replace the set
+instead: the search is exact at the current ``M``, so a dropped pair is inactive
+there, and the set does not keep the impostors of early long steps. A full re-check searches all
 triplets; the interval rule is: start at ``RECHECK_INTERVAL`` (10)
-iterations; a re-check that finds no violated triplet outside the working set
-doubles the interval (up to ``MAX_RECHECK_INTERVAL``), one that finds any
+iterations; a "quiet" re-check, one whose new violated triplets (outside the
+working set) number at most ``RECHECK_QUIET_FRACTION`` (1%) of the active
+triplets, doubles the interval (up to ``MAX_RECHECK_INTERVAL``); any other
 resets it to 10 (the paper re-checks every 10-20 iterations "depending on
 fluctuations of N_t"; the MATLAB code lengthens the interval likewise).
+
+Every check is exact but skips provably clean points. When point ``i`` is
+searched at metric ``M_s``, every pair ``(i, l)`` left outside the working set
+has ``D_s(i, l) >= floor(i)``, its search radius. At a later metric ``M``,
+``D(i, l) >= c floor(i)`` with ``c = contraction_factor(M_s, M)``, the largest
+``c`` with ``M - c M_s`` PSD; a point whose bound still reaches
+``max_j D(i, j) + 1`` has no violated triplet outside the set and is not
+searched again. The ``band`` is the slack that lets points be skipped.
 
 Convergence ("almost converged" in Alg. 1, line 6): when the working-set
 objective fell by less than ``tol`` (relative) over the last ``STALL_WINDOW``
@@ -39,13 +50,14 @@ from fast_solver.impostors import (
     target_distances,
 )
 from fast_solver.polish import polish_metric
-from fast_solver.psd import project_psd, transformation_from_metric
+from fast_solver.psd import contraction_factor, project_psd, transformation_from_metric
 from fast_solver.result import FastLMNNResult
 from fast_solver.working_set import WorkingSet, evaluate, push_scatter, push_weights
 from lmnn_sdp.problem import LMNNProblem
 
 RECHECK_INTERVAL = 10
 MAX_RECHECK_INTERVAL = 160
+RECHECK_QUIET_FRACTION = 1e-2
 STALL_WINDOW = 20
 STEP_GROWTH, STEP_SHRINK = 1.01, 0.5
 INITIAL_RELATIVE_STEP = 0.01
@@ -72,9 +84,9 @@ def solve(
     M0=None,
     *,
     max_iter: int = 1000,
-    tol: float = 1e-7,
+    tol: float = 1e-5,
     step_size: float | None = None,
-    band: float = 0.0,
+    band: float = 0.5,
     search: str = "auto",
     polish: bool | str = "auto",
     callback: Callable[[IterationInfo], None] | None = None,
@@ -95,7 +107,9 @@ def solve(
     step_size : float, optional
         Initial ``alpha``; default ``0.01 |M0|_F / |G0|_F``.
     band : float >= 0
-        Safety band added to the impostor radius of the working set.
+        Safety band added to the impostor radius of the working set: triplets
+        within ``band`` of their margin are watched between re-checks, so a
+        triplet can only become violated unseen by moving more than ``band``.
     search : {"auto", "blockwise", "balltree"}
         Impostor-search path (``fast_solver.impostors``).
     polish : bool or "auto"
@@ -150,20 +164,36 @@ class _Run:
         self.interval, self.last_check = RECHECK_INTERVAL, 0
         self.history: list[float] = []
         self.stall_from = 0
+        self.floor = np.zeros(problem.n_samples)
+        self.searched_at = np.full(problem.n_samples, -1)
+        self.search_metrics: dict[int, np.ndarray] = {}
+        self.points_searched = 0
         self.point = evaluate(self.Xc, problem.targets, problem.mu, M, self.ws)
         self.full_check()
 
     # -- exact searches ----------------------------------------------------
     def full_check(self) -> int:
-        """Search all triplets at the current M, enlarge the working set, recompute G.
+        """Exact check of all triplets at the current M; renew the working set and G.
 
-        Returns the number of violated triplets that were outside the working set."""
+        Points whose certified lower bound on their non-candidate distances
+        (``floor``) still reaches ``max_j D(i, j) + 1`` cannot have a violated
+        triplet outside the set and keep their pairs; the others are searched
+        with radius ``max_j D(i, j) + 1 + band``. Returns the number of violated
+        triplets that were outside the working set."""
         tic = time.perf_counter()
         M = self.point.M
         Z = self.Xc @ transformation_from_metric(M).T
         radius = impostor_radius(target_distances(Z, self.problem.targets), self.band)
-        i, l, _ = impostor_pairs(Z, self.problem.label_codes, radius, self.search)
-        self.ws, added = self.ws.merge(i, l, self.problem.n_samples)
+        searched = self._certified_floor(M) < radius - self.band
+        i, l, _ = impostor_pairs(Z, self.problem.label_codes, radius, self.search, searched)
+        kept = ~searched[self.ws.i]
+        self.ws, added = self.ws.replace(np.concatenate([self.ws.i[kept], i]),
+                                         np.concatenate([self.ws.l[kept], l]), self.problem.n_samples)
+        self.floor[searched] = radius[searched] * (1.0 - 1e-9)
+        self.searched_at[searched] = self.n_checks
+        self.search_metrics[self.n_checks] = M
+        self.search_metrics = {c: self.search_metrics[c] for c in np.unique(self.searched_at) if c >= 0}
+        self.points_searched += int(np.count_nonzero(searched))
         self.point = evaluate(self.Xc, self.problem.targets, self.problem.mu, M, self.ws)
         self.timings["search"] += time.perf_counter() - tic
         self.n_checks += 1
@@ -171,10 +201,19 @@ class _Run:
         self._full_gradient()
         return int(np.count_nonzero(self.point.hinge[added] > 0))
 
+    def _certified_floor(self, M: np.ndarray) -> np.ndarray:
+        """Lower bound (n,) on ``D_M(i, l)`` for every pair outside the working set:
+        ``floor(i)`` at the metric of point i's last search times the contraction since."""
+        factor = np.zeros(len(self.floor))
+        for check, M_then in self.search_metrics.items():
+            factor[self.searched_at == check] = contraction_factor(M_then, M)
+        return self.floor * factor
+
     def recheck(self) -> None:
         """Periodic re-check with the interval rule of the module docstring."""
         new_violations = self.full_check()
-        self.interval = RECHECK_INTERVAL if new_violations else min(2 * self.interval, MAX_RECHECK_INTERVAL)
+        quiet = new_violations <= RECHECK_QUIET_FRACTION * np.count_nonzero(self.point.active)
+        self.interval = min(2 * self.interval, MAX_RECHECK_INTERVAL) if quiet else RECHECK_INTERVAL
         self.history.append(self.point.objective)
         self.stall_from = len(self.history) - 1
 
@@ -266,6 +305,7 @@ class _Run:
         return FastLMNNResult(
             M=M, L=transformation_from_metric(M), objective=objective, objective_source=source,
             n_iter=self.n_iter, n_full_checks=self.n_checks,
+            search_fraction=self.points_searched / max(self.n_checks, 1) / self.problem.n_samples,
             n_active=int(np.count_nonzero(self.point.active)),
             working_set=self.ws.triplets(self.problem.targets, self.point.hinge > -EXPORT_BAND),
             converged=converged, polished=polished, message=message,

@@ -27,6 +27,9 @@ class FastLMNNResult:
         Sub-gradient iterations of Alg. 1 (accepted and rejected steps).
     n_full_checks : int
         Exact searches of all triplets (re-checks, verifications, polishing).
+    search_fraction : float
+        Points searched per full check, as a fraction of ``n`` (the others were
+        proved clean by the contraction bound; see ``fast_solver.active_set``).
     n_active : int
         Triplets with a positive hinge at ``M``.
     working_set : ndarray of int, shape (T, 3)
@@ -52,6 +55,7 @@ class FastLMNNResult:
     objective_source: str
     n_iter: int
     n_full_checks: int
+    search_fraction: float
     n_active: int
     working_set: np.ndarray
     converged: bool
@@ -64,7 +68,7 @@ class FastLMNNResult:
         return (
             f"FastLMNNResult(objective={self.objective:.10g}, converged={self.converged}, "
             f"polished={self.polished}, n_iter={self.n_iter}, n_full_checks={self.n_full_checks}, "
-            f"n_active={self.n_active}, working_set={len(self.working_set)} triplets, "
+            f"search_fraction={self.search_fraction:.3g}, n_active={self.n_active}, working_set={len(self.working_set)} triplets, "
             f"rank={self.L.shape[0]}, time={self.timings.get('total', float('nan')):.3g} s, "
             f"message={self.message!r})"
         )

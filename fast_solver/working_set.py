@@ -32,10 +32,10 @@ class WorkingSet:
     def __len__(self) -> int:
         return len(self.i)
 
-    def merge(self, i: np.ndarray, l: np.ndarray, n: int) -> tuple[WorkingSet, np.ndarray]:
-        """Union with pairs ``(i, l)``; returns the new set and a mask (P_new,) of the added pairs."""
+    def replace(self, i: np.ndarray, l: np.ndarray, n: int) -> tuple[WorkingSet, np.ndarray]:
+        """The set of pairs ``(i, l)`` (sorted), and a mask (P_new,) of those not in ``self``."""
         old_keys = self.i.astype(np.int64) * n + self.l
-        keys = np.union1d(old_keys, i.astype(np.int64) * n + l)
+        keys = np.unique(i.astype(np.int64) * n + l)
         added = ~np.isin(keys, old_keys, assume_unique=True)
         return WorkingSet((keys // n).astype(np.intp), (keys % n).astype(np.intp)), added
 

@@ -1,0 +1,154 @@
+"""scikit-learn estimator for LMNN, a thin shell over ``fast_solver.solve`` (App. A, Alg. 1)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fast_solver.active_set import IterationInfo, solve
+from fast_solver.impostors import SEARCH_METHODS
+from lmnn_sdp.problem import LMNNProblem
+
+
+class LMNN(TransformerMixin, BaseEstimator):
+    """Large Margin Nearest Neighbor metric learning (Weinberger & Saul, JMLR 2009).
+
+    Minimises eq. 14 over PSD metrics ``M`` with the active-set projected
+    sub-gradient solver of App. A (Alg. 1) and, on problems small enough, an
+    exact finishing stage (``fast_solver.polish``). ``transform`` maps ``x`` to
+    ``L x`` with ``L^T L = M``.
+
+    Parameters
+    ----------
+    k : int, default=3
+        Target neighbours per point (nearest same-class points, Euclidean).
+    mu : float in [0, 1], default=0.5
+        Weight of the push term; the pull term has ``1 - mu``.
+    max_iter : int, default=1000
+        Budget of sub-gradient iterations.
+    tol : float, default=1e-7
+        Relative decrease over 20 iterations that counts as stalled.
+    init : {"identity", "random"} or ndarray of shape (n_features, n_features), default="identity"
+        Starting metric: the identity (Alg. 1), a random PSD matrix drawn with
+        ``random_state``, or a given PSD matrix.
+    search : {"auto", "blockwise", "balltree"}, default="auto"
+        Impostor-search path (``fast_solver.impostors``).
+    polish : bool or "auto", default="auto"
+        Exact finishing stage (``fast_solver.solve``).
+    verbose : int, default=0
+        If positive, print a progress table (iteration, objective, step,
+        active triplets, working-set triplets, seconds) every ``verbose``-th
+        iteration and at every full re-check.
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``init="random"``; the solver itself is deterministic.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        ``L`` with ``L^T L = metric_``, rows ordered by decreasing eigenvalue.
+    metric_ : ndarray of shape (n_features, n_features)
+        The learned PSD matrix ``M``.
+    objective_ : float
+        eps(M) of eq. 14 at ``metric_``.
+    n_iter_ : int
+        Sub-gradient iterations run.
+    converged_ : bool
+        Whether a verification pass confirmed convergence.
+    result_ : FastLMNNResult
+        Everything the solver returned (timings, working set, ...).
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "mu": [Interval(Real, 0, 1, closed="both")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "init": [StrOptions({"identity", "random"}), np.ndarray],
+        "search": [StrOptions(set(SEARCH_METHODS))],
+        "polish": ["boolean", StrOptions({"auto"})],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-7, init="identity", search="auto",
+                 polish="auto", verbose=0, random_state=None):
+        self.k = k
+        self.mu = mu
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.search = search
+        self.polish = polish
+        self.verbose = verbose
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        X, y = validate_data(self, X, y, ensure_min_samples=2)
+        check_classification_targets(y)
+        n_classes = len(np.unique(y))
+        if n_classes < 2:
+            raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
+                             "impostors are points of another class.")
+        problem = LMNNProblem(X, y, k=self.k, mu=self.mu)
+        result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
+                       tol=self.tol, search=self.search, polish=self.polish,
+                       callback=_ProgressTable(self.verbose) if self.verbose else None)
+        eigenvalues, V = np.linalg.eigh(result.M)
+        order = np.argsort(eigenvalues)[::-1]
+        self.components_ = (V[:, order] * np.sqrt(np.maximum(eigenvalues[order], 0.0))).T
+        self.metric_ = result.M
+        self.objective_ = result.objective
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.result_ = result
+        if not result.converged:
+            warnings.warn(f"[{type(self).__name__}] LMNN did not converge: {result.message}; "
+                          "raise max_iter.", ConvergenceWarning)
+        return self
+
+    def transform(self, X):
+        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_features)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        return X @ self.components_.T
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _initial_metric(self, d: int) -> np.ndarray:
+        if isinstance(self.init, np.ndarray):
+            if self.init.shape != (d, d):
+                raise ValueError(f"init must have shape ({d}, {d}) to match X, got {self.init.shape}.")
+            return self.init
+        if self.init == "random":
+            A = check_random_state(self.random_state).standard_normal((d, d))
+            return A @ A.T / d
+        return np.eye(d)
+
+
+class _ProgressTable:
+    """Prints one row per ``every``-th iteration and per full re-check, as NCA's ``verbose``."""
+
+    def __init__(self, every: int):
+        self.every = int(every)
+        header = f"{'Iteration':>10} {'Objective':>16} {'Step':>10} {'Active':>10} {'Working':>10} {'Time(s)':>9}"
+        print(f"[LMNN]\n[LMNN] {header}\n[LMNN] {'-' * len(header)}", file=sys.stdout)
+
+    def __call__(self, info: IterationInfo) -> None:
+        if info.full_check or info.iteration % self.every == 0:
+            print(f"[LMNN] {info.iteration:>10d} {info.objective:>16.8e} {info.step:>10.3e} "
+                  f"{info.n_active:>10d} {info.n_working:>10d} {info.elapsed:>9.2f}", file=sys.stdout)
