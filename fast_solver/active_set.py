@@ -274,18 +274,22 @@ class _Run:
         tic = time.perf_counter()
         if not self.checked_current:
             self.full_check()
-        before = self.point
+        before = self.point.M
         near = self.point.hinge > -max(self.band, 0.5)
-        outcome = polish_metric(self.problem, self.point.M, self.ws.triplets(self.problem.targets, near), self.search)
-        self.point = evaluate(self.Xc, self.problem.targets, self.problem.mu, outcome.M, self.ws)
-        self.full_check()
-        improved = self.point.objective < before.objective
-        if not improved:
-            self.point = before
-            self._full_gradient()
+        outcome = polish_metric(self.problem, before, self.ws.triplets(self.problem.targets, near), self.search)
         self.n_checks += outcome.n_searches
+        improved = self._move_to(outcome.M) < self._move_to(before) if outcome.complete else False
+        if improved:
+            self._move_to(outcome.M)
         self.timings["polish"] += time.perf_counter() - tic
-        return improved and outcome.complete
+        return improved
+
+    def _move_to(self, M: np.ndarray) -> float:
+        """Make ``M`` the current point after an exact check there; returns eq. 14 at M."""
+        self.point = evaluate(self.Xc, self.problem.targets, self.problem.mu, M, self.ws)
+        self.floor[:] = 0.0
+        self.full_check()
+        return self.point.objective
 
     def info(self, full: bool) -> IterationInfo:
         return IterationInfo(self.n_iter, self.point.objective, self.step,

@@ -29,13 +29,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fast_solver.impostors import active_triplets
 from fast_solver.psd import project_psd
 from lmnn_sdp.problem import LMNNProblem
 
 MAX_ROUNDS = 20
-MAX_NEWTON_STEPS = 50
+MAX_NEWTON_STEPS = 200
+MAX_TOTAL_NEWTON_STEPS = 2000
 TAU_GROWTH = 10.0
 
 
@@ -46,7 +48,8 @@ class PolishResult:
     ``M`` (d, d) is the polished metric, ``gap_bound`` the barrier's duality-gap
     bound on the last triplet set, ``triplets`` (T, 3) that set, ``n_newton``
     Newton steps, ``n_searches`` exact searches, and ``complete`` whether the
-    last search found no active triplet outside the set.
+    barrier reached the gap and the last search found no active triplet
+    outside the set.
     """
 
     M: np.ndarray
@@ -78,21 +81,33 @@ def polish_metric(problem: LMNNProblem, M: np.ndarray, candidates: np.ndarray, s
     PolishResult
     """
     T = np.unique(np.asarray(candidates, dtype=np.intp).reshape(-1, 3), axis=0)
+    with threadpool_limits(1, user_api="blas"):  # small dense systems: threads only cost
+        return _generate_constraints(problem, M, T, search, gap_rtol)
+
+
+def _generate_constraints(problem, M, T, search, gap_rtol):
+    """Barrier solve, exact search, add the missing active triplets; repeat."""
     n_newton = n_searches = 0
-    for _ in range(MAX_ROUNDS):
-        M, gap, steps = _barrier(problem, M, T, gap_rtol)
+    for round_ in range(MAX_ROUNDS):
+        # A later round starts where newly added triplets raise eq. 14 a lot, so
+        # its path starts at a smaller tau (a larger gap guess), not 1% of eq. 14.
+        M, gap, steps, centred = _barrier(problem, M, T, gap_rtol, 1e-2 if round_ == 0 else 1.0)
         n_newton += steps
         found = active_triplets(problem, M, method=search)
         n_searches += 1
         missing = _rows_not_in(found, T, problem.n_samples)
         if len(missing) == 0:
-            return PolishResult(M, gap, T, n_newton, n_searches, True)
+            return PolishResult(M, gap, T, n_newton, n_searches, centred)
         T = np.concatenate([T, missing])
     return PolishResult(M, gap, T, n_newton, n_searches, False)
 
 
-def _barrier(problem, M, T, gap_rtol):
-    """Barrier path from an interior point near ``M``; returns PSD M (d, d), gap bound, Newton steps."""
+def _barrier(problem, M, T, gap_rtol, start_gap):
+    """Barrier path from an interior point near ``M``.
+
+    ``tau`` starts where the gap bound is ``start_gap`` times eq. 14 at the
+    start. Returns the PSD ``M`` (d, d), the gap bound, the Newton steps taken
+    and whether the last centring converged with the gap below ``gap_rtol``."""
     d = problem.n_features
     a = problem.X_centered[T[:, 0]] - problem.X_centered[T[:, 1]]
     b = problem.X_centered[T[:, 0]] - problem.X_centered[T[:, 2]]
@@ -100,14 +115,16 @@ def _barrier(problem, M, T, gap_rtol):
     M = M + 1e-3 * max(np.trace(M) / d, 1e-12) * np.eye(d)
     xi = np.maximum(1.0 + _hinge_change(a, b, M), 0.0) + 1.0
     n_barrier = d + 2 * len(T)
-    tau = n_barrier / (1e-2 * max(np.sum(pull * M) + problem.mu * xi.sum(), 1e-12))
+    tau = n_barrier / (start_gap * max(np.sum(pull * M) + problem.mu * xi.sum(), 1e-12))
     steps = 0
     while True:
         M, xi, taken = _centre(a, b, pull, problem.mu, tau, M, xi)
         steps += taken
         value = np.sum(pull * M) + problem.mu * xi.sum()
-        if n_barrier / tau <= gap_rtol * abs(value) or taken >= MAX_NEWTON_STEPS:
-            return project_psd(M), n_barrier / tau, steps
+        if n_barrier / tau <= gap_rtol * abs(value) and taken < MAX_NEWTON_STEPS:
+            return project_psd(M), n_barrier / tau, steps, True
+        if steps >= MAX_TOTAL_NEWTON_STEPS:
+            return project_psd(M), n_barrier / tau, steps, False
         tau *= TAU_GROWTH
 
 
