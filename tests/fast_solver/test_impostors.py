@@ -1,0 +1,96 @@
+"""Exact impostor search (both paths) against LMNNProblem.active_triplets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_blobs
+
+from fast_solver.impostors import (
+    BALLTREE_MAX_RANK, active_triplets, choose_search_method, impostor_pairs, impostor_radius,
+)
+from lmnn_sdp import LMNNProblem
+
+
+def _random_metric(d, rank, seed):
+    A = np.random.default_rng(seed).standard_normal((d, rank))
+    return A @ A.T / d
+
+
+@pytest.fixture(scope="module")
+def iris_problem():
+    X, y = load_iris(return_X_y=True)
+    return LMNNProblem((X - X.mean(0)) / X.std(0), y, k=3, mu=0.5)
+
+
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+@pytest.mark.parametrize("rank", [4, 2])
+@pytest.mark.parametrize("band", [0.0, 0.7])
+def test_search_equals_brute_force_triplets(iris_problem, method, rank, band):
+    M = _random_metric(4, rank, seed=rank)
+    expected = iris_problem.active_triplets(M, band)
+    found = active_triplets(iris_problem, M, band, method)
+    assert len(expected) > 100
+    np.testing.assert_array_equal(found, expected)
+
+
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+def test_search_equals_brute_force_on_blobs_with_many_classes(method):
+    X, y = make_blobs(300, 6, centers=7, cluster_std=3.0, random_state=0)
+    problem = LMNNProblem(X, y, k=2, mu=0.5)
+    M = _random_metric(6, 6, seed=3)
+    np.testing.assert_array_equal(active_triplets(problem, M, 0.0, method), problem.active_triplets(M))
+
+
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+def test_no_impostors_gives_empty_set(method):
+    X = np.vstack([np.random.default_rng(0).normal(size=(20, 2)) * 0.01, 100 + np.zeros((20, 2))])
+    X[20:] += np.random.default_rng(1).normal(size=(20, 2)) * 0.01
+    y = np.repeat([0, 1], 20)
+    problem = LMNNProblem(X, y, k=3)
+    found = active_triplets(problem, np.eye(2), 0.0, method)
+    assert found.shape == (0, 3)
+    assert len(problem.active_triplets(np.eye(2))) == 0
+
+
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+def test_duplicate_points_across_classes_are_impostors(method):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 3))
+    X = np.vstack([X, X[:5]])  # points 30..34 duplicate 0..4 with the other label
+    y = np.array([0] * 15 + [1] * 15 + [1] * 5)
+    y[:5] = 0
+    problem = LMNNProblem(X, y, k=2)
+    found = active_triplets(problem, np.eye(3), 0.0, method)
+    np.testing.assert_array_equal(found, problem.active_triplets(np.eye(3)))
+    pairs = {(i, l) for i, _, l in found}
+    assert all((i, 30 + i) in pairs for i in range(5))
+
+
+def test_pairs_respect_per_point_radius_and_searched_mask(iris_problem):
+    Z = iris_problem.X_centered
+    radius = np.random.default_rng(0).uniform(0.5, 3.0, len(Z))
+    searched = np.arange(len(Z)) % 3 == 0
+    i, l, dist = impostor_pairs(Z, iris_problem.label_codes, radius, "blockwise", searched)
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    other = iris_problem.label_codes[:, None] != iris_problem.label_codes[None]
+    expected = np.argwhere((D < radius[:, None]) & other & searched[:, None])
+    np.testing.assert_array_equal(np.column_stack([i, l]), expected)
+    np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
+
+
+def test_radius_is_max_target_distance_plus_margin_and_band():
+    target_d = np.array([[1.0, 4.0], [2.0, 0.5]])
+    np.testing.assert_allclose(impostor_radius(target_d, 0.25), [5.25, 3.25])
+
+
+def test_auto_rule_picks_balltree_only_in_low_rank():
+    assert choose_search_method(BALLTREE_MAX_RANK) == "balltree"
+    assert choose_search_method(BALLTREE_MAX_RANK + 1) == "blockwise"
+    with pytest.raises(ValueError, match="method"):
+        choose_search_method(3, "kdtree")
+
+
+def test_non_psd_metric_is_rejected(iris_problem):
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        active_triplets(iris_problem, -np.eye(4))
