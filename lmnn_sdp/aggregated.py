@@ -36,9 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.certificate import certify, dual_lower_bound, relative_gap
+from lmnn_sdp.certificate import (
+    certify,
+    check_candidate_metric,
+    dual_lower_bound,
+    relative_gap,
+)
 from lmnn_sdp.dual import SDPSolution, solve_dual
-from lmnn_sdp.formulation import ReducedSpace, reduced_space
+from lmnn_sdp.formulation import ReducedSpace, best_scaled_identity, reduced_space
 from lmnn_sdp.lmnn import SDPResult
 from lmnn_sdp.problem import LMNNProblem
 
@@ -83,11 +88,13 @@ def solve_aggregated(problem: LMNNProblem, solver: str = "CLARABEL", *, start=No
         if gap <= tol:
             break
     bar.close()
-    certificate = certify(problem, M, tol=tol, space=space)
-    if best is not None and lower > certificate.lower:
-        certificate = certify(problem, M, triplets=best[0], multipliers=best[1], tol=tol, space=space)
+    certificates = {"complementary slackness": certify(problem, M, tol=tol, space=space)}
+    if best is not None:
+        certificates["best round"] = certify(problem, M, triplets=best[0], multipliers=best[1],
+                                             tol=tol, space=space)
+    certificate = max(certificates.values(), key=lambda c: c.lower)
     return SDPResult(M=M, objective=certificate.upper, certificate=certificate,
-                     certificates={"aggregated rounds": certificate}, status=rounds[-1].status,
+                     certificates=certificates, status=rounds[-1].status,
                      solver=solver, method="aggregated", n_triplets=len(best[0]) if best else 0,
                      triplets=best[0] if best else np.empty((0, 3), np.intp),
                      multipliers=best[1] if best else np.zeros(0), build_time=build,
@@ -143,7 +150,5 @@ def _lift_psd(space: ReducedSpace, M_r: np.ndarray) -> np.ndarray:
 
 def _starting_metric(problem: LMNNProblem, space: ReducedSpace, start) -> np.ndarray:
     if start is None:
-        from lmnn_sdp.cutting_plane import best_scaled_identity
         return best_scaled_identity(problem, space)
-    from lmnn_sdp.certificate import check_candidate_metric
     return check_candidate_metric(problem, start)[0]

@@ -157,7 +157,7 @@ def check_candidate_metric(problem: LMNNProblem, M, psd_tol: float = 1e-8):
     Eigenvalues in ``[-psd_tol * ||M||, 0)`` are rounding and set to 0, so the
     upper bound is the objective of a feasible metric. Returns ``(M, min_eig)``
     with ``min_eig`` the smallest eigenvalue of the matrix as given."""
-    M = problem._check_metric(M)
+    M = problem.check_metric(M)
     size = max(np.abs(M).max(), np.finfo(float).tiny)
     asymmetry = np.abs(M - M.T).max()
     if asymmetry > 1e-10 * size:

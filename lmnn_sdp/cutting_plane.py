@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.formulation import ReducedSpace, reduced_space
+from lmnn_sdp.formulation import best_scaled_identity, reduced_space
 from lmnn_sdp.lmnn import SDPResult, certified_result, solve_dual_formulation, solve_primal
 from lmnn_sdp.problem import LMNNProblem, _check_triplets
 
@@ -116,12 +116,6 @@ def _still_useful(problem: LMNNProblem, result: SDPResult, drop_band: float | No
     margins = problem.triplet_margins(result.M, result.triplets)
     keep = (result.multipliers > 1e-9 * problem.mu) | (margins > -drop_band)
     return result.triplets[keep]
-
-
-def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
-    """The metric ``s * I`` (reduced space; s on a log grid 2^-4..2^8) of least ``eps``, (d, d)."""
-    candidates = [space.lift(2.0**e * np.eye(space.rank)) for e in np.arange(-4, 8.5, 0.5)]
-    return min(candidates, key=problem.objective)
 
 
 def _unique_rows(triplets: np.ndarray) -> np.ndarray:

@@ -69,6 +69,12 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=Xc @ basis, scale=scale)
 
 
+def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
+    """The metric ``s * I`` (reduced space; s on a log grid 2^-4..2^8) of least ``eps``, (d, d)."""
+    candidates = [space.lift(2.0**e * np.eye(space.rank)) for e in np.arange(-4, 8.5, 0.5)]
+    return min(candidates, key=problem.objective)
+
+
 @dataclass(frozen=True)
 class TripletPairs:
     """Distinct pairs of a triplet set and the signed incidence ``S`` (T, P)."""

@@ -88,7 +88,7 @@ class LMNNProblem:
     # -- the objective ------------------------------------------------------
     def objective(self, M) -> float:
         """eps(M) of eq. 14, computed blockwise; ``M`` of shape (d, d)."""
-        M = self._check_metric(M)
+        M = self.check_metric(M)
         pull = float(np.sum(self.target_distances(M)))
         push = sum(
             float(np.sum(np.maximum(hinge, 0.0)))
@@ -105,7 +105,7 @@ class LMNNProblem:
 
     def target_distances(self, M) -> np.ndarray:
         """``D_M(x_i, x_j)`` for every target pair, shape (n, k)."""
-        M = self._check_metric(M)
+        M = self.check_metric(M)
         V = self._Xc[:, None, :] - self._Xc[self.targets]
         return np.einsum("nkd,de,nke->nk", V, M, V)
 
@@ -114,7 +114,7 @@ class LMNNProblem:
         """``1 + D_M(x_i, x_j) - D_M(x_i, x_l)`` for triplets (T, 3); shape (T,).
 
         Computed from difference vectors (no Gram-matrix cancellation)."""
-        M = self._check_metric(M)
+        M = self.check_metric(M)
         t = _check_triplets(triplets, self.n_samples)
         Xc = self._Xc
         out = np.empty(len(t))
@@ -133,7 +133,7 @@ class LMNNProblem:
         band = float(band)
         if not np.isfinite(band) or band < 0:
             raise ValueError(f"band must be a finite number >= 0, got {band}.")
-        M = self._check_metric(M)
+        M = self.check_metric(M)
         found = []
         for rows, hinge in self._hinge_blocks(M):
             b, r, l = np.nonzero(hinge > -band)
@@ -187,7 +187,8 @@ class LMNNProblem:
         return self.weighted_scatter(a, b, np.concatenate([w, -w]))
 
     # -- internals ------------------------------------------------------------
-    def _check_metric(self, M) -> np.ndarray:
+    def check_metric(self, M) -> np.ndarray:
+        """``M`` as a float array of shape (d, d) with finite entries, else a ValueError."""
         M = np.asarray(M, dtype=float)
         d = self.n_features
         if M.shape != (d, d):
