@@ -1,6 +1,7 @@
-"""Command line: ``python -m validation [exact|corpus|data] ...``.
+"""Command line: ``python -m validation [exact|crosscheck|corpus|data] ...``.
 
 ``exact`` (the default) solves and certifies LMNN on iris and wine;
+``crosscheck`` runs the fast solvers against the certified optimum;
 ``corpus build`` / ``corpus check`` regenerate / re-verify the certified corpus;
 ``data fetch`` / ``data list`` manage the real data sets (``validation.datasets``).
 """
@@ -11,8 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from validation import certified_corpus, datasets
+from validation import certified_corpus, crosscheck, datasets
 from validation.exact import certify_bundled, format_table
+from validation.instances import builtin_instances
 
 
 def main(argv=None) -> int:
@@ -21,6 +23,8 @@ def main(argv=None) -> int:
         return datasets.main(argv[1:])
     if argv and argv[0] == "corpus":
         return corpus_main(argv[1:])
+    if argv and argv[0] == "crosscheck":
+        return crosscheck_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m validation", description=__doc__.splitlines()[0])
     parser.add_argument("command", nargs="?", default="exact", choices=["exact"])
     parser.add_argument("--data", nargs="+", default=["iris", "wine"], choices=sorted(datasets.BUNDLED))
@@ -37,6 +41,30 @@ def main(argv=None) -> int:
         return 1
     print(f"all {len(rows)} solves certified to relative gap {args.tol:g}")
     return 0
+
+
+def crosscheck_main(argv) -> int:
+    parser = argparse.ArgumentParser(prog="python -m validation crosscheck",
+                                     description=crosscheck.__doc__.splitlines()[0])
+    parser.add_argument("--instances", nargs="+", metavar="TEXT",
+                        help="only instances whose name contains one of these")
+    parser.add_argument("--solvers", nargs="+", default=list(crosscheck.FAST_SOLVERS),
+                        choices=sorted(crosscheck.FAST_SOLVERS))
+    parser.add_argument("--tol", type=float, default=1e-4, help="largest relative difference")
+    parser.add_argument("--jobs", type=int, default=1, help="instances run in parallel")
+    parser.add_argument("--report", type=Path, metavar="DIR", help="write JSON and Markdown here")
+    args = parser.parse_args(argv)
+    instances = builtin_instances()
+    if args.instances:
+        instances = [i for i in instances if any(text in i.name for text in args.instances)]
+        if not instances:
+            parser.error(f"no instance name contains any of {args.instances}")
+    rows = crosscheck.crosscheck(instances, args.solvers, args.tol, args.jobs)
+    print(format_table(rows, crosscheck.COLUMNS))
+    print(crosscheck.summary(rows, args.tol))
+    if args.report:
+        crosscheck.write_report(rows, args.report, args.tol)
+    return 0 if all(r["passed"] for r in rows) else 1
 
 
 def corpus_main(argv) -> int:

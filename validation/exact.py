@@ -39,13 +39,13 @@ def certify_bundled(names=("iris", "wine"), methods=("cutting-plane",), solver="
 
 
 def format_table(rows: list[dict], columns=COLUMNS) -> str:
-    """Plain-text table, one line per row."""
-    def cell(value):
-        if isinstance(value, float):
-            return f"{value:.3g}" if abs(value) < 1e-2 or abs(value) >= 1e6 else f"{value:.10g}" \
-                if abs(value) >= 100 else f"{value:.4g}"
-        return str(value)
+    """Plain-text table, one line per row; values to 10 digits, gaps and times to 3."""
+    def cell(column: str, value) -> str:
+        if not isinstance(value, float):
+            return str(value)
+        short = abs(value) < 1e-2 or "gap" in column or "difference" in column or "seconds" in column
+        return f"{value:.3g}" if short else f"{value:.10g}"
 
-    table = [list(columns)] + [[cell(row[c]) for c in columns] for row in rows]
+    table = [list(columns)] + [[cell(c, row[c]) for c in columns] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)
