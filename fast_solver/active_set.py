@@ -12,11 +12,11 @@ Working set and re-checks: the working set holds the pairs ``(i, l)`` within
 Alg. 1 keeps the union over all searches (``N^(t)``); we replace the set
 instead: the search is exact at the current ``M``, so a dropped pair is inactive
 there, and the set does not keep the impostors of early long steps. A full re-check searches all
-triplets; the interval rule is: start at ``RECHECK_INTERVAL`` (10)
+triplets; the interval rule is: start at ``RECHECK_INTERVAL`` (20)
 iterations; a "quiet" re-check, one whose new violated triplets (outside the
 working set) number at most ``RECHECK_QUIET_FRACTION`` (1%) of the active
 triplets, doubles the interval (up to ``MAX_RECHECK_INTERVAL``); any other
-resets it to 10 (the paper re-checks every 10-20 iterations "depending on
+resets it to 20 (the paper re-checks every 10-20 iterations "depending on
 fluctuations of N_t"; the MATLAB code lengthens the interval likewise).
 
 Every check is exact but skips provably clean points. When point ``i`` is
@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from fast_solver.gradient import pull_gradient
@@ -55,13 +56,14 @@ from fast_solver.result import FastLMNNResult
 from fast_solver.working_set import WorkingSet, evaluate, push_scatter, push_weights
 from lmnn_sdp.problem import LMNNProblem
 
-RECHECK_INTERVAL = 10
+RECHECK_INTERVAL = 20
 MAX_RECHECK_INTERVAL = 160
 RECHECK_QUIET_FRACTION = 1e-2
 STALL_WINDOW = 20
 STEP_GROWTH, STEP_SHRINK = 1.01, 0.5
-INITIAL_RELATIVE_STEP = 0.01
+INITIAL_RELATIVE_STEP = 0.02
 POLISH_MAX_ENTRIES = 4_000_000
+SINGLE_THREAD_MAX_FEATURES = 64
 EXPORT_BAND = 1.0
 DIRECT_OBJECTIVE_MAX_SAMPLES = 5000
 
@@ -86,7 +88,7 @@ def solve(
     max_iter: int = 1000,
     tol: float = 1e-5,
     step_size: float | None = None,
-    band: float = 0.5,
+    band: float = 1.0,
     search: str = "auto",
     polish: bool | str = "auto",
     callback: Callable[[IterationInfo], None] | None = None,
@@ -105,7 +107,7 @@ def solve(
         Relative decrease over ``STALL_WINDOW`` iterations below which the
         descent counts as stalled and a verification pass is made.
     step_size : float, optional
-        Initial ``alpha``; default ``0.01 |M0|_F / |G0|_F``.
+        Initial ``alpha``; default ``0.02 |M0|_F / |G0|_F``.
     band : float >= 0
         Safety band added to the impostor radius of the working set: triplets
         within ``band`` of their margin are watched between re-checks, so a
@@ -113,8 +115,9 @@ def solve(
     search : {"auto", "blockwise", "balltree"}
         Impostor-search path (``fast_solver.impostors``).
     polish : bool or "auto"
-        Run the exact finishing stage; ``"auto"`` when its LP has at most
-        ``POLISH_MAX_ENTRIES`` dense coefficients (triplets x d(d+1)/2).
+        Run the exact finishing stage (``fast_solver.polish``); ``"auto"``
+        when its Newton systems have at most ``POLISH_MAX_ENTRIES`` dense
+        coefficients (working-set triplets x d(d+1)/2).
     callback : callable, optional
         Called with an ``IterationInfo`` after every iteration.
     progress : bool
@@ -125,7 +128,14 @@ def solve(
     FastLMNNResult
     """
     _check_options(max_iter, tol, step_size, search, polish)
-    run = _Run(problem, _start_metric(problem, M0), _check_band(band), search)
+    # Tall-skinny products (P x d times d x d) run faster on one BLAS thread for small d.
+    with threadpool_limits(1 if problem.n_features <= SINGLE_THREAD_MAX_FEATURES else None, user_api="blas"):
+        return _solve(problem, _start_metric(problem, M0), max_iter, tol, step_size,
+                      _check_band(band), search, polish, callback, progress)
+
+
+def _solve(problem, M0, max_iter, tol, step_size, band, search, polish, callback, progress):
+    run = _Run(problem, M0, band, search)
     run.step = step_size or INITIAL_RELATIVE_STEP * np.linalg.norm(run.point.M) / max(np.linalg.norm(run.G), 1e-300)
     converged = _descend(run, max_iter, tol, callback, progress)
     polished = False
@@ -157,6 +167,7 @@ class _Run:
     def __init__(self, problem: LMNNProblem, M: np.ndarray, band: float, search: str):
         self.problem, self.band, self.search = problem, band, search
         self.Xc = problem.X_centered
+        self.target_diff = self.Xc[:, None, :] - self.Xc[problem.targets]
         self.ws = WorkingSet.empty()
         self.timings = dict.fromkeys(("search", "gradient", "steps", "polish", "objective"), 0.0)
         self.start_time = time.perf_counter()
@@ -168,7 +179,7 @@ class _Run:
         self.searched_at = np.full(problem.n_samples, -1)
         self.search_metrics: dict[int, np.ndarray] = {}
         self.points_searched = 0
-        self.point = evaluate(self.Xc, problem.targets, problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.target_diff, problem.mu, M, self.ws)
         self.full_check()
 
     # -- exact searches ----------------------------------------------------
@@ -189,12 +200,13 @@ class _Run:
         kept = ~searched[self.ws.i]
         self.ws, added = self.ws.replace(np.concatenate([self.ws.i[kept], i]),
                                          np.concatenate([self.ws.l[kept], l]), self.problem.n_samples)
+        self.ws = self.ws.with_differences(self.Xc)
         self.floor[searched] = radius[searched] * (1.0 - 1e-9)
         self.searched_at[searched] = self.n_checks
         self.search_metrics[self.n_checks] = M
         self.search_metrics = {c: self.search_metrics[c] for c in np.unique(self.searched_at) if c >= 0}
         self.points_searched += int(np.count_nonzero(searched))
-        self.point = evaluate(self.Xc, self.problem.targets, self.problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.target_diff, self.problem.mu, M, self.ws)
         self.timings["search"] += time.perf_counter() - tic
         self.n_checks += 1
         self.last_check, self.checked_current = self.n_iter, True
@@ -232,7 +244,7 @@ class _Run:
     def take_step(self) -> None:
         """``M <- P_S(M - alpha G)`` (eq. 20) with the 1.01 / 0.5 step rule and rollback."""
         tic = time.perf_counter()
-        trial = evaluate(self.Xc, self.problem.targets, self.problem.mu,
+        trial = evaluate(self.Xc, self.target_diff, self.problem.mu,
                          project_psd(self.point.M - self.step * self.G), self.ws)
         self.timings["steps"] += time.perf_counter() - tic
         if trial.objective < self.point.objective:
@@ -275,8 +287,7 @@ class _Run:
         if not self.checked_current:
             self.full_check()
         before = self.point.M
-        near = self.point.hinge > -max(self.band, 0.5)
-        outcome = polish_metric(self.problem, before, self.ws.triplets(self.problem.targets, near), self.search)
+        outcome = polish_metric(self.problem, before, self.ws.triplets(self.problem.targets), self.search)
         self.n_checks += outcome.n_searches
         improved = self._move_to(outcome.M) < self._move_to(before) if outcome.complete else False
         if improved:
@@ -286,7 +297,7 @@ class _Run:
 
     def _move_to(self, M: np.ndarray) -> float:
         """Make ``M`` the current point after an exact check there; returns eq. 14 at M."""
-        self.point = evaluate(self.Xc, self.problem.targets, self.problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.target_diff, self.problem.mu, M, self.ws)
         self.floor[:] = 0.0
         self.full_check()
         return self.point.objective
@@ -330,8 +341,7 @@ def _polish_wanted(polish, run: _Run) -> bool:
     if polish != "auto":
         return bool(polish)
     d = run.problem.n_features
-    near = int(np.count_nonzero(run.point.hinge > -max(run.band, 0.5)))
-    return near * d * (d + 1) // 2 <= POLISH_MAX_ENTRIES
+    return run.point.hinge.size * d * (d + 1) // 2 <= POLISH_MAX_ENTRIES
 
 
 def _start_metric(problem: LMNNProblem, M0) -> np.ndarray:

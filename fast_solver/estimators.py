@@ -35,7 +35,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         Weight of the push term; the pull term has ``1 - mu``.
     max_iter : int, default=1000
         Budget of sub-gradient iterations.
-    tol : float, default=1e-7
+    tol : float, default=1e-5
         Relative decrease over 20 iterations that counts as stalled.
     init : {"identity", "random"} or ndarray of shape (n_features, n_features), default="identity"
         Starting metric: the identity (Alg. 1), a random PSD matrix drawn with
@@ -80,7 +80,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-7, init="identity", search="auto",
+    def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-5, init="identity", search="auto",
                  polish="auto", verbose=0, random_state=None):
         self.k = k
         self.mu = mu

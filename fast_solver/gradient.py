@@ -22,6 +22,8 @@ import scipy.sparse as sp
 
 from lmnn_sdp.problem import LMNNProblem
 
+DIRECT_MAX_PAIRS = 2048
+
 
 def lmnn_gradient(problem: LMNNProblem, triplets) -> np.ndarray:
     """Gradient ``G`` of eq. 18 for the active triplets ``N``, shape (d, d).
@@ -78,7 +80,9 @@ def pair_scatter(Xc: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) ->
     """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` through the graph Laplacian, shape (d, d).
 
     Only the nodes touched by the pairs enter the product, so the cost is
-    ``O(P + |U| d^2)`` for ``P`` pairs on ``|U|`` distinct points.
+    ``O(P + |U| d^2)`` for ``P`` pairs on ``|U|`` distinct points; up to
+    ``DIRECT_MAX_PAIRS`` pairs (the usual size of an eq. 19 update) the
+    difference vectors are summed directly, ``V^T diag(w) V``.
 
     Parameters
     ----------
@@ -92,6 +96,10 @@ def pair_scatter(Xc: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) ->
     d = Xc.shape[1]
     if len(a) == 0:
         return np.zeros((d, d))
+    if len(a) <= DIRECT_MAX_PAIRS:
+        V = Xc[a] - Xc[b]
+        S = V.T @ (np.asarray(w, dtype=float)[:, None] * V)
+        return (S + S.T) / 2
     nodes, local = np.unique(np.concatenate([a, b]), return_inverse=True)
     m = len(nodes)
     W = sp.coo_matrix((np.asarray(w, dtype=float), (local[:len(a)], local[len(a):])), shape=(m, m)).tocsr()

@@ -118,32 +118,35 @@ def _barrier(problem, M, T, gap_rtol, start_gap):
     tau = n_barrier / (start_gap * max(np.sum(pull * M) + problem.mu * xi.sum(), 1e-12))
     steps = 0
     while True:
-        M, xi, taken = _centre(a, b, pull, problem.mu, tau, M, xi)
+        M, xi, taken, centred = _centre(a, b, pull, problem.mu, tau, M, xi)
         steps += taken
         value = np.sum(pull * M) + problem.mu * xi.sum()
-        if n_barrier / tau <= gap_rtol * abs(value) and taken < MAX_NEWTON_STEPS:
-            return project_psd(M), n_barrier / tau, steps, True
+        if n_barrier / tau <= gap_rtol * abs(value):
+            return project_psd(M), n_barrier / tau, steps, centred
         if steps >= MAX_TOTAL_NEWTON_STEPS:
             return project_psd(M), n_barrier / tau, steps, False
         tau *= TAU_GROWTH
 
 
 def _centre(a, b, pull, mu, tau, M, xi):
-    """Damped Newton's method with backtracking on the barrier function at ``tau``."""
+    """Damped Newton's method with backtracking on the barrier function at ``tau``.
+
+    Returns M, xi, the steps taken and whether the Newton decrement fell below
+    its tolerance (a failed line search or the step cap is not convergence)."""
     current = _barrier_value(a, b, pull, mu, tau, M, xi)
     for step in range(1, MAX_NEWTON_STEPS + 1):
         dM, dxi, decrement = _newton_direction(a, b, pull, mu, tau, M, xi)
         if decrement / 2 <= 1e-9:
-            return M, xi, step
+            return M, xi, step, True
         s = 1.0
         trial = _barrier_value(a, b, pull, mu, tau, M + s * dM, xi + s * dxi)
         while trial > current - 0.25 * s * decrement and s > 1e-10:
             s *= 0.5
             trial = _barrier_value(a, b, pull, mu, tau, M + s * dM, xi + s * dxi)
         if trial > current:
-            return M, xi, step
+            return M, xi, step, False
         M, xi, current = M + s * dM, xi + s * dxi, trial
-    return M, xi, MAX_NEWTON_STEPS
+    return M, xi, MAX_NEWTON_STEPS, False
 
 
 def _newton_direction(a, b, pull, mu, tau, M, xi):

@@ -14,16 +14,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver.gradient import pair_scatter
-from fast_solver.impostors import pair_distances, target_distances
+from fast_solver.impostors import pair_distances
 from fast_solver.psd import transformation_from_metric
+
+
+DIFFERENCE_BYTES = 256 * 2**20  # keep pair difference vectors below this size
 
 
 @dataclass
 class WorkingSet:
-    """Candidate impostor pairs, sorted by ``i`` then ``l``; each array of shape (P,)."""
+    """Candidate impostor pairs, sorted by ``i`` then ``l``; each array of shape (P,).
+
+    ``diff`` (P, d) holds ``x_i - x_l`` when it fits in ``DIFFERENCE_BYTES``, so
+    that ``D_M(i, l) = diff M diff^T`` needs no gather per iteration."""
 
     i: np.ndarray
     l: np.ndarray
+    diff: np.ndarray | None = None
+
+    def with_differences(self, Xc: np.ndarray) -> WorkingSet:
+        """The same set with ``diff`` filled if it fits the memory budget."""
+        if len(self) * Xc.shape[1] * 8 > DIFFERENCE_BYTES:
+            return WorkingSet(self.i, self.l)
+        return WorkingSet(self.i, self.l, Xc[self.i] - Xc[self.l])
 
     @classmethod
     def empty(cls) -> WorkingSet:
@@ -63,14 +76,15 @@ class Evaluation:
         return self.hinge > 0
 
 
-def evaluate(Xc: np.ndarray, targets: np.ndarray, mu: float, M: np.ndarray, ws: WorkingSet) -> Evaluation:
+def evaluate(Xc: np.ndarray, target_diff: np.ndarray, mu: float, M: np.ndarray, ws: WorkingSet) -> Evaluation:
     """Evaluate eq. 14 restricted to the working set at a PSD ``M``.
 
     Parameters
     ----------
     Xc : ndarray of shape (n, d)
         Centred inputs.
-    targets : ndarray of int, shape (n, k)
+    target_diff : ndarray of shape (n, k, d)
+        ``x_i - x_j`` for every target pair.
     mu : float
     M : ndarray of shape (d, d), PSD
     ws : WorkingSet with P pairs
@@ -79,11 +93,24 @@ def evaluate(Xc: np.ndarray, targets: np.ndarray, mu: float, M: np.ndarray, ws: 
     -------
     Evaluation
     """
-    Z = Xc @ transformation_from_metric(M).T
-    target_d = target_distances(Z, targets)
-    hinge = 1.0 + target_d[ws.i] - pair_distances(Z, ws.i, ws.l)[:, None]
+    n, k, d = target_diff.shape
+    target_d = quadratic_forms(target_diff.reshape(n * k, d), M).reshape(n, k)
+    if ws.diff is not None:
+        pair_d = quadratic_forms(ws.diff, M)
+    else:
+        pair_d = pair_distances(Xc @ transformation_from_metric(M).T, ws.i, ws.l)
+    hinge = 1.0 + target_d[ws.i] - pair_d[:, None]
     objective = (1.0 - mu) * float(target_d.sum()) + mu * float(np.maximum(hinge, 0.0).sum())
     return Evaluation(M, target_d, hinge, objective)
+
+
+def quadratic_forms(V: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``v_p^T M v_p`` for every row of ``V`` (P, d), shape (P,), in chunks."""
+    out = np.empty(len(V))
+    for start in range(0, len(V), 1 << 16):
+        block = V[start:start + (1 << 16)]
+        out[start:start + (1 << 16)] = np.einsum("pd,pd->p", block @ M, block)
+    return out
 
 
 def push_weights(active: np.ndarray, ws: WorkingSet, n: int) -> tuple[np.ndarray, np.ndarray]:

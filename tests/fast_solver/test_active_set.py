@@ -63,8 +63,8 @@ def test_mu_changes_the_solution(iris):
 
 def test_callback_sees_every_iteration(iris):
     seen = []
-    solve(iris, max_iter=15, polish=False, callback=seen.append)
-    assert [info.iteration for info in seen] == list(range(1, 16))
+    solve(iris, max_iter=25, polish=False, callback=seen.append)
+    assert [info.iteration for info in seen] == list(range(1, 26))
     assert seen[0].full_check is False and any(info.full_check for info in seen)
 
 
