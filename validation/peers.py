@@ -1,0 +1,153 @@
+"""Certify other libraries' LMNN metrics under the paper's objective (eq. 14).
+
+Each peer is fitted on an instance's data and its metric is certified on our
+``LMNNProblem`` (our targets, linear hinge, ``(1-mu)`` pull, ``mu`` push), beside
+our fast solver's. The peers optimise other objectives, so their gap measures
+how far their answer is from the optimum of *this* objective, not a bug:
+
+* PyLMNN 1.6.4 optimises a squared hinge; we pass ``weight_push_loss = mu``.
+* metric-learn 0.7.0 uses a linear hinge but its ``regularization`` weighs the
+  *pull* term (its gradient is ``reg * pull + (1 - reg) * push``); we pass
+  ``regularization = 1 - mu``. Both pick their own target neighbours.
+
+Neither runs unmodified on the current stack; the shims below patch nothing on
+disk and are reported in the table:
+
+* PyLMNN imports ``six`` (a dependency of the ``peers`` extra) and ``GPyOpt``
+  (an optional tuner) at package import: an empty ``GPyOpt`` stand-in module
+  is registered, never called. Its ``fit`` passes a 2-D ``x0`` to
+  ``scipy.optimize.minimize``, which now raises: a subclass returns the same
+  initial transformation flattened.
+* metric-learn passes ``force_all_finite`` to scikit-learn validation
+  functions that now call it ``ensure_all_finite``: renamed during each fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import types
+from collections.abc import Iterator
+
+import numpy as np
+
+import fast_solver
+from lmnn_sdp import LMNNProblem, certify, solve_lmnn
+from validation.instances import Instance
+
+NOT_INSTALLED = "not installed"
+INSTALL_HINT = 'pip install -e ".[peers]"  (PyLMNN 1.6.4, six, metric-learn 0.7.0)'
+SHIMS = {
+    "pylmnn": "GPyOpt stand-in module; x0 flattened for scipy.optimize.minimize",
+    "metric-learn": "force_all_finite renamed to ensure_all_finite",
+    "lmnn-sdp fast": "none",
+}
+
+
+class PeerMissing(ImportError):
+    """A peer library is not installed; the message says how to install it."""
+
+
+def fit_pylmnn(problem: LMNNProblem) -> np.ndarray:
+    """PyLMNN's metric ``L^T L`` (d, d) on the problem's data (squared hinge)."""
+    estimator_class = import_pylmnn()
+    estimator = estimator_class(n_neighbors=problem.k, weight_push_loss=problem.mu,
+                                random_state=0)
+    L = estimator.fit(problem.X, problem.y).components_
+    return L.T @ L
+
+
+def fit_metric_learn(problem: LMNNProblem) -> np.ndarray:
+    """metric-learn's metric (d, d); ``regularization = 1 - mu`` (it weighs the pull term)."""
+    try:
+        from metric_learn import LMNN
+    except ImportError as error:
+        raise PeerMissing(f"metric-learn is not installed: {INSTALL_HINT}") from error
+    with metric_learn_shim():
+        estimator = LMNN(n_neighbors=problem.k, regularization=1.0 - problem.mu, random_state=0)
+        estimator.fit(problem.X, problem.y)
+    return estimator.get_mahalanobis_matrix()
+
+
+def fit_fast(problem: LMNNProblem) -> np.ndarray:
+    """Our fast solver (App. A), for comparison."""
+    return fast_solver.solve(problem).M
+
+
+PEERS = {"pylmnn": fit_pylmnn, "metric-learn": fit_metric_learn, "lmnn-sdp fast": fit_fast}
+
+
+def peers_table(instances: list[Instance], peers=tuple(PEERS)) -> list[dict]:
+    """Certified gap of each peer's metric on each instance, and the certified optimum."""
+    rows = []
+    for instance in instances:
+        problem = instance.problem()
+        optimum = solve_lmnn(problem, method="aggregated", tol=1e-7)
+        for peer in peers:
+            start = time.perf_counter()
+            try:
+                M = PEERS[peer](problem)
+            except PeerMissing:
+                rows.append(_row(instance, peer, optimum, None, np.nan, NOT_INSTALLED))
+                continue
+            seconds = time.perf_counter() - start
+            rows.append(_row(instance, peer, optimum, certify(problem, _symmetric_psd(M)), seconds))
+    return rows
+
+
+def _row(instance, peer, optimum, certificate, seconds, note=None) -> dict:
+    return {
+        "instance": instance.name, "library": peer,
+        "objective": certificate.upper if certificate else np.nan,
+        "optimum": optimum.objective, "optimum_gap": optimum.relative_gap,
+        "gap_to_optimum": (certificate.upper - optimum.lower_bound) / certificate.upper
+        if certificate else np.nan,
+        "seconds": seconds, "shims": note or SHIMS[peer],
+    }
+
+
+def _symmetric_psd(M: np.ndarray) -> np.ndarray:
+    """Peers return ``L^T L`` up to rounding; symmetrise (their metric, our check)."""
+    return (M + M.T) / 2
+
+
+def import_pylmnn():
+    """PyLMNN's estimator class with the shims of the module docstring."""
+    if "GPyOpt" not in sys.modules:
+        stand_in = types.ModuleType("GPyOpt")
+        methods = types.ModuleType("GPyOpt.methods")
+        methods.BayesianOptimization = None  # only PyLMNN's optional tuner would use it
+        stand_in.methods = methods
+        sys.modules.update({"GPyOpt": stand_in, "GPyOpt.methods": methods})
+    try:
+        import pylmnn
+    except ImportError as error:
+        raise PeerMissing(f"PyLMNN is not installed: {INSTALL_HINT}") from error
+
+    class FlatStartLMNN(pylmnn.LargeMarginNearestNeighbor):
+        """PyLMNN with a flattened initial transformation; otherwise unchanged."""
+
+        def _initialize(self, X, init):
+            return super()._initialize(X, init).ravel()
+
+    return FlatStartLMNN
+
+
+@contextlib.contextmanager
+def metric_learn_shim() -> Iterator[None]:
+    """Let metric-learn 0.7.0 call current scikit-learn validation (module docstring)."""
+    import metric_learn._util as util
+
+    originals = util.check_array, util.check_X_y
+
+    def renamed(function):
+        def call(*args, force_all_finite=True, **kwargs):
+            return function(*args, ensure_all_finite=force_all_finite, **kwargs)
+        return call
+
+    util.check_array, util.check_X_y = (renamed(f) for f in originals)
+    try:
+        yield
+    finally:
+        util.check_array, util.check_X_y = originals
