@@ -53,7 +53,9 @@ from fast_solver.impostors import (
 from fast_solver.polish import polish_metric
 from fast_solver.psd import contraction_factor, project_psd, transformation_from_metric
 from fast_solver.result import FastLMNNResult
-from fast_solver.working_set import WorkingSet, evaluate, push_scatter, push_weights
+from fast_solver.working_set import (
+    WorkingSet, evaluate, push_scatter, target_difference_vectors,
+)
 from lmnn_sdp.problem import LMNNProblem
 
 RECHECK_INTERVAL = 20
@@ -167,7 +169,7 @@ class _Run:
     def __init__(self, problem: LMNNProblem, M: np.ndarray, band: float, search: str):
         self.problem, self.band, self.search = problem, band, search
         self.Xc = problem.X_centered
-        self.target_diff = self.Xc[:, None, :] - self.Xc[problem.targets]
+        self.target_diff = target_difference_vectors(self.Xc, problem.targets)
         self.ws = WorkingSet.empty()
         self.timings = dict.fromkeys(("search", "gradient", "steps", "polish", "objective"), 0.0)
         self.start_time = time.perf_counter()
@@ -179,7 +181,7 @@ class _Run:
         self.searched_at = np.full(problem.n_samples, -1)
         self.search_metrics: dict[int, np.ndarray] = {}
         self.points_searched = 0
-        self.point = evaluate(self.Xc, self.target_diff, problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.problem.targets, self.target_diff, problem.mu, M, self.ws)
         self.full_check()
 
     # -- exact searches ----------------------------------------------------
@@ -206,7 +208,7 @@ class _Run:
         self.search_metrics[self.n_checks] = M
         self.search_metrics = {c: self.search_metrics[c] for c in np.unique(self.searched_at) if c >= 0}
         self.points_searched += int(np.count_nonzero(searched))
-        self.point = evaluate(self.Xc, self.target_diff, self.problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.problem.targets, self.target_diff, self.problem.mu, M, self.ws)
         self.timings["search"] += time.perf_counter() - tic
         self.n_checks += 1
         self.last_check, self.checked_current = self.n_iter, True
@@ -244,7 +246,7 @@ class _Run:
     def take_step(self) -> None:
         """``M <- P_S(M - alpha G)`` (eq. 20) with the 1.01 / 0.5 step rule and rollback."""
         tic = time.perf_counter()
-        trial = evaluate(self.Xc, self.target_diff, self.problem.mu,
+        trial = evaluate(self.Xc, self.problem.targets, self.target_diff, self.problem.mu,
                          project_psd(self.point.M - self.step * self.G), self.ws)
         self.timings["steps"] += time.perf_counter() - tic
         if trial.objective < self.point.objective:
@@ -265,19 +267,20 @@ class _Run:
         return drop <= tol * max(abs(recent[-1]), 1e-300)
 
     def _full_gradient(self) -> None:
+        """Eq. 18 from the active triplets of the working set."""
         tic = time.perf_counter()
-        self.weights = push_weights(self.point.active, self.ws, self.problem.n_samples)
-        push = push_scatter(self.Xc, self.problem.targets, self.ws, *self.weights)
+        pair, rank = np.nonzero(self.point.active)
+        push = push_scatter(self.Xc, self.problem.targets, self.ws, pair, rank, np.ones(len(pair)))
         self.G = pull_gradient(self.problem) + self.problem.mu * push
         self.timings["gradient"] += time.perf_counter() - tic
 
     def _incremental_gradient(self, trial) -> None:
-        """Eq. 19: add the scatter of the change in the pair weights of eq. 18."""
+        """Eq. 19: add the triplets that became active, subtract those that left."""
         tic = time.perf_counter()
-        weights = push_weights(trial.active, self.ws, self.problem.n_samples)
-        change = [new - old for new, old in zip(weights, self.weights)]
-        self.G = self.G + self.problem.mu * push_scatter(self.Xc, self.problem.targets, self.ws, *change)
-        self.weights = weights
+        pair, rank = np.nonzero(trial.active != self.point.active)
+        sign = np.where(trial.active[pair, rank], 1.0, -1.0)
+        change = push_scatter(self.Xc, self.problem.targets, self.ws, pair, rank, sign)
+        self.G = self.G + self.problem.mu * change
         self.timings["gradient"] += time.perf_counter() - tic
 
     # -- finishing -----------------------------------------------------------
@@ -297,7 +300,7 @@ class _Run:
 
     def _move_to(self, M: np.ndarray) -> float:
         """Make ``M`` the current point after an exact check there; returns eq. 14 at M."""
-        self.point = evaluate(self.Xc, self.target_diff, self.problem.mu, M, self.ws)
+        self.point = evaluate(self.Xc, self.problem.targets, self.target_diff, self.problem.mu, M, self.ws)
         self.floor[:] = 0.0
         self.full_check()
         return self.point.objective

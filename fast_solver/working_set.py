@@ -14,19 +14,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver.gradient import pair_scatter
-from fast_solver.impostors import pair_distances
+from fast_solver.impostors import pair_distances, target_distances
 from fast_solver.psd import transformation_from_metric
 
 
 DIFFERENCE_BYTES = 256 * 2**20  # keep pair difference vectors below this size
+DIFFERENCE_MAX_FEATURES = 64  # above, distances through L x are cheaper than through M
 
 
 @dataclass
 class WorkingSet:
     """Candidate impostor pairs, sorted by ``i`` then ``l``; each array of shape (P,).
 
-    ``diff`` (P, d) holds ``x_i - x_l`` when it fits in ``DIFFERENCE_BYTES``, so
-    that ``D_M(i, l) = diff M diff^T`` needs no gather per iteration."""
+    ``diff`` (P, d) holds ``x_i - x_l`` when ``d <= DIFFERENCE_MAX_FEATURES`` and
+    it fits in ``DIFFERENCE_BYTES``, so that ``D_M(i, l) = diff M diff^T`` needs
+    no gather per iteration (``P d^2`` flops); otherwise distances are taken in
+    the space ``L x`` (``n d r + P r``)."""
 
     i: np.ndarray
     l: np.ndarray
@@ -34,7 +37,8 @@ class WorkingSet:
 
     def with_differences(self, Xc: np.ndarray) -> WorkingSet:
         """The same set with ``diff`` filled if it fits the memory budget."""
-        if len(self) * Xc.shape[1] * 8 > DIFFERENCE_BYTES:
+        d = Xc.shape[1]
+        if d > DIFFERENCE_MAX_FEATURES or len(self) * d * 8 > DIFFERENCE_BYTES:
             return WorkingSet(self.i, self.l)
         return WorkingSet(self.i, self.l, Xc[self.i] - Xc[self.l])
 
@@ -76,15 +80,26 @@ class Evaluation:
         return self.hinge > 0
 
 
-def evaluate(Xc: np.ndarray, target_diff: np.ndarray, mu: float, M: np.ndarray, ws: WorkingSet) -> Evaluation:
+def target_difference_vectors(Xc: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
+    """``x_i - x_j`` for every target pair, shape (n, k, d), or None when
+    ``d > DIFFERENCE_MAX_FEATURES`` (distances are then taken through ``L x``)."""
+    if Xc.shape[1] > DIFFERENCE_MAX_FEATURES:
+        return None
+    return Xc[:, None, :] - Xc[targets]
+
+
+def evaluate(Xc: np.ndarray, targets: np.ndarray, target_diff, mu: float, M: np.ndarray,
+             ws: WorkingSet) -> Evaluation:
     """Evaluate eq. 14 restricted to the working set at a PSD ``M``.
 
     Parameters
     ----------
     Xc : ndarray of shape (n, d)
         Centred inputs.
-    target_diff : ndarray of shape (n, k, d)
-        ``x_i - x_j`` for every target pair.
+    targets : ndarray of int, shape (n, k)
+    target_diff : ndarray of shape (n, k, d) or None
+        ``x_i - x_j`` for every target pair (``target_difference_vectors``);
+        None to measure target distances in the space ``L x``.
     mu : float
     M : ndarray of shape (d, d), PSD
     ws : WorkingSet with P pairs
@@ -93,12 +108,13 @@ def evaluate(Xc: np.ndarray, target_diff: np.ndarray, mu: float, M: np.ndarray, 
     -------
     Evaluation
     """
-    n, k, d = target_diff.shape
-    target_d = quadratic_forms(target_diff.reshape(n * k, d), M).reshape(n, k)
-    if ws.diff is not None:
-        pair_d = quadratic_forms(ws.diff, M)
+    Z = None if target_diff is not None and ws.diff is not None else Xc @ transformation_from_metric(M).T
+    if target_diff is not None:
+        n, k, d = target_diff.shape
+        target_d = quadratic_forms(target_diff.reshape(n * k, d), M).reshape(n, k)
     else:
-        pair_d = pair_distances(Xc @ transformation_from_metric(M).T, ws.i, ws.l)
+        target_d = target_distances(Z, targets)
+    pair_d = quadratic_forms(ws.diff, M) if ws.diff is not None else pair_distances(Z, ws.i, ws.l)
     hinge = 1.0 + target_d[ws.i] - pair_d[:, None]
     objective = (1.0 - mu) * float(target_d.sum()) + mu * float(np.maximum(hinge, 0.0).sum())
     return Evaluation(M, target_d, hinge, objective)
@@ -113,29 +129,16 @@ def quadratic_forms(V: np.ndarray, M: np.ndarray) -> np.ndarray:
     return out
 
 
-def push_weights(active: np.ndarray, ws: WorkingSet, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pair weights of the push term of eq. 18 for the active mask (P, k).
+def push_scatter(Xc: np.ndarray, targets: np.ndarray, ws: WorkingSet, pair: np.ndarray,
+                 rank: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``sum_t w_t (C_ij - C_il)`` over working-set triplets, shape (d, d).
 
-    Returns
-    -------
-    target_weight : ndarray of shape (n, k)
-        Number of active impostors of each target pair ``(i, j)`` (weight of ``C_ij``).
-    impostor_weight : ndarray of shape (P,)
-        Number of active target ranks of each pair ``(i, l)`` (weight of ``-C_il``).
-    """
-    k = active.shape[1]
-    target_weight = np.column_stack(
-        [np.bincount(ws.i, weights=active[:, r], minlength=n) for r in range(k)]
-    ) if len(ws) else np.zeros((n, k))
-    return target_weight, active.sum(axis=1).astype(float)
-
-
-def push_scatter(Xc, targets, ws: WorkingSet, target_weight, impostor_weight) -> np.ndarray:
-    """``sum_ij w_ij C_ij - sum_il w_il C_il``, shape (d, d): the push term of eq. 18
-    divided by ``mu``, or its change (eq. 19) when given weight differences."""
-    rows, ranks = np.nonzero(target_weight)
-    pairs = np.flatnonzero(impostor_weight)
-    a = np.concatenate([rows, ws.i[pairs]])
-    b = np.concatenate([targets[rows, ranks], ws.l[pairs]])
-    w = np.concatenate([target_weight[rows, ranks], -impostor_weight[pairs]])
-    return pair_scatter(Xc, a, b, w)
+    Triplet ``t`` is candidate pair ``pair[t]`` (``i``, ``l``) with target rank
+    ``rank[t]`` (``j = targets[i, rank]``). With ``w = 1`` on the active set this
+    is the push term of eq. 18 divided by ``mu``; with ``w = +1`` on the triplets
+    that became active and ``-1`` on those that left it, the update of eq. 19."""
+    i = ws.i[pair]
+    a = np.concatenate([i, i])
+    b = np.concatenate([targets[i, rank], ws.l[pair]])
+    w = np.asarray(weight, dtype=float)
+    return pair_scatter(Xc, a, b, np.concatenate([w, -w]))
