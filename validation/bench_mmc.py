@@ -12,22 +12,21 @@ certified bound. Timings are wall-clock seconds on whatever machine runs this.
 
 metric-learn 0.7.0 passes ``force_all_finite`` to scikit-learn's ``check_array`` and
 ``check_X_y``; scikit-learn 1.8 removed that name (it is ``ensure_all_finite`` since
-1.6). :func:`metric_learn_shim` renames the argument for the duration of a fit by
-swapping the two functions that ``metric_learn._util`` imported; no installed file
-is edited.
+1.6). ``validation.peers.metric_learn_shim`` renames the argument for the duration
+of a fit by swapping the two functions that ``metric_learn._util`` imported; no
+installed file is edited.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
-from collections.abc import Iterator
 
 import numpy as np
 
 from lmnn_sdp.mmc import certify_mmc, label_pairs, pair_distances, solve_mmc, xing_objective
 from validation.datasets import load_bundled
+from validation.peers import metric_learn_shim
 
 DATASETS = ("iris", "wine")  # load_bundled: iris raw, wine standardised
 
@@ -72,25 +71,6 @@ def score_metric_learn(X: np.ndarray, y: np.ndarray, diagonal: bool, ours) -> di
     return {"ml_objective": value, "ml_gap": value - ours.lower_bound,
             "ml_rescaled": best, "ml_rescaled_gap": best - ours.lower_bound,
             "ml_seconds": seconds}
-
-
-@contextlib.contextmanager
-def metric_learn_shim() -> Iterator[None]:
-    """Let metric-learn 0.7.0 call scikit-learn >= 1.8 validation (see module docstring)."""
-    import metric_learn._util as util
-
-    originals = util.check_array, util.check_X_y
-
-    def renamed(function):
-        def call(*args, force_all_finite=True, **kwargs):
-            return function(*args, ensure_all_finite=force_all_finite, **kwargs)
-        return call
-
-    util.check_array, util.check_X_y = (renamed(f) for f in originals)
-    try:
-        yield
-    finally:
-        util.check_array, util.check_X_y = originals
 
 
 def format_rows(rows: list[dict]) -> str:
