@@ -1,0 +1,258 @@
+"""Multi-metric LMNN (sec. 5.2): evaluator, exact solves and certificates against brute force."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+
+from lmnn_sdp import LMNNProblem, solve_lmnn
+from lmnn_sdp.multi_metric import solve_mm_lmnn
+from lmnn_sdp.multi_metric_certificate import certify_mm, mm_dual_lower_bound
+from lmnn_sdp.multi_metric_objective import (
+    leave_one_out_error,
+    mm_active_triplets,
+    mm_distance_matrix,
+    mm_objective,
+    mm_triplet_margins,
+)
+from validation.datasets import load_bundled
+
+
+def eq16(X, metrics, clusters, a, b) -> float:
+    """D^(x_a, x_b) = (x_a - x_b)^T M_{c(b)} (x_a - x_b), eq. 16."""
+    v = X[a] - X[b]
+    return float(v @ metrics[clusters[b]] @ v)
+
+
+def brute_objective(p: LMNNProblem, metrics, clusters) -> float:
+    """The objective of sec. 5.2 by a plain triple loop."""
+    pull = push = 0.0
+    for i in range(p.n_samples):
+        for j in p.targets[i]:
+            pull += eq16(p.X, metrics, clusters, i, j)
+            for l in range(p.n_samples):
+                if p.y[l] != p.y[i]:
+                    push += max(0.0, 1.0 + eq16(p.X, metrics, clusters, i, j)
+                                - eq16(p.X, metrics, clusters, i, l))
+    return (1 - p.mu) * pull + p.mu * push
+
+
+def reference_optimum(p: LMNNProblem, clusters) -> float:
+    """The SDP of sec. 5.2 as a plain cvxpy program: one trace term per triplet, no tricks."""
+    X, d = p.X, p.n_features
+    M = [cp.Variable((d, d), PSD=True) for _ in range(clusters.max() + 1)]
+    D = lambda a, b: cp.trace(np.outer(X[a] - X[b], X[a] - X[b]) @ M[clusters[b]])  # noqa: E731
+    pull = sum(D(i, j) for i in range(p.n_samples) for j in p.targets[i])
+    push = sum(cp.pos(1 + D(i, j) - D(i, l)) for i, j, l in p.all_triplets())
+    problem = cp.Problem(cp.Minimize((1 - p.mu) * pull + p.mu * push))
+    problem.solve(solver="CLARABEL")
+    return problem.value
+
+
+def brute_dual_matrices(p: LMNNProblem, clusters, triplets, lam) -> list[np.ndarray]:
+    """Z_c(lambda) of the dual of sec. 5.2 by explicit outer products."""
+    C = lambda a, b: np.outer(p.X[a] - p.X[b], p.X[a] - p.X[b])  # noqa: E731
+    Z = [np.zeros((p.n_features,) * 2) for _ in range(clusters.max() + 1)]
+    for i in range(p.n_samples):
+        for j in p.targets[i]:
+            Z[clusters[j]] += (1 - p.mu) * C(i, j)
+    for w, (i, j, l) in zip(lam, triplets):
+        Z[clusters[l]] -= w * C(i, l)
+        Z[clusters[j]] += w * C(i, j)
+    return Z
+
+
+def random_instance(seed: int, n: int = 12, d: int = 2, n_clusters: int = 3, mu: float = 0.2,
+                    k: int = 2):
+    rng = np.random.default_rng(seed)
+    p = LMNNProblem(rng.normal(size=(n, d)), np.arange(n) % 2, k=k, mu=mu)
+    clusters = rng.permutation(np.arange(n) % n_clusters)
+    L = rng.normal(size=(n_clusters, d, d))
+    return p, clusters, np.einsum("cji,cjk->cik", L, L) / d
+
+
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8), (3, 0.0), (4, 1.0)])
+def test_objective_matches_triple_loop(seed, mu):
+    p, clusters, metrics = random_instance(seed, mu=mu)
+    expected = brute_objective(p, metrics, clusters)
+    assert mm_objective(p, metrics, clusters) == pytest.approx(expected, rel=1e-12)
+
+
+def test_target_and_impostor_terms_use_the_metric_of_the_second_point():
+    p, clusters, metrics = random_instance(5)
+    t = p.all_triplets()
+    expected = [1 + eq16(p.X, metrics, clusters, i, j) - eq16(p.X, metrics, clusters, i, l)
+                for i, j, l in t]
+    margins = mm_triplet_margins(p, metrics, clusters, t)
+    assert np.allclose(margins, expected, rtol=1e-12, atol=1e-12)
+    active = mm_active_triplets(p, metrics, clusters, band=0.1)
+    assert {tuple(r) for r in active} == {tuple(r) for r, m in zip(t, margins) if m > -0.1}
+
+
+def test_one_cluster_is_single_metric_lmnn():
+    p, _, metrics = random_instance(6, n=14, n_clusters=1)
+    one = np.zeros(p.n_samples, dtype=int)
+    assert mm_objective(p, metrics, one) == pytest.approx(p.objective(metrics[0]), rel=1e-12)
+    result = solve_mm_lmnn(p, one)
+    assert result.certificate.certified
+    assert result.objective == pytest.approx(solve_lmnn(p).objective, rel=1e-6)
+
+
+def test_default_clusters_are_the_classes():
+    p, _, _ = random_instance(7, n=10)
+    result = solve_mm_lmnn(p)
+    assert np.array_equal(result.clusters, p.label_codes) and result.metrics.shape == (2, 2, 2)
+
+
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8)])
+def test_every_method_and_formulation_matches_reference(seed, mu):
+    p, clusters, _ = random_instance(seed, mu=mu)
+    expected = reference_optimum(p, clusters)
+    solves = [solve_mm_lmnn(p, clusters), solve_mm_lmnn(p, clusters, formulation="dual"),
+              solve_mm_lmnn(p, clusters, method="cutting-plane"),
+              solve_mm_lmnn(p, clusters, method="cutting-plane", formulation="primal"),
+              solve_mm_lmnn(p, clusters, method="aggregated")]
+    for result in solves:
+        assert result.certificate.certified, result
+        assert result.objective == pytest.approx(expected, rel=1e-6)
+        assert result.lower_bound <= expected * (1 + 1e-9)
+        assert result.objective == pytest.approx(mm_objective(p, result.metrics, clusters), rel=1e-14)
+        assert min(np.linalg.eigvalsh(M)[0] for M in result.metrics) >= -1e-12
+
+
+def test_bounds_bracket_the_optimum_over_many_random_instances():
+    for seed in range(20):
+        p, clusters, metrics = random_instance(100 + seed, n=9, n_clusters=2 + seed % 2,
+                                               mu=[0.2, 0.5, 0.8][seed % 3], k=1 + seed % 2)
+        optimum = solve_mm_lmnn(p, clusters)
+        assert optimum.certificate.certified
+        cert = certify_mm(p, metrics, clusters)
+        assert 0 <= cert.lower <= optimum.objective * (1 + 1e-9) <= cert.upper * (1 + 1e-9)
+        rng = np.random.default_rng(seed)
+        t = p.all_triplets()
+        lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.5)
+        assert mm_dual_lower_bound(p, clusters, t, lam).lower <= optimum.objective * (1 + 1e-9)
+
+
+def test_scaled_multipliers_are_dual_feasible_and_the_scale_is_maximal():
+    for seed in range(8):
+        p, clusters, _ = random_instance(200 + seed, n=10, d=3, mu=[0.2, 0.5, 0.8][seed % 3])
+        rng = np.random.default_rng(seed)
+        t = p.all_triplets()
+        lam = rng.uniform(0, p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.3)
+        bound = mm_dual_lower_bound(p, clusters, t, lam)
+        assert bound.lower == pytest.approx(bound.alpha * lam.sum())
+        Z = brute_dual_matrices(p, clusters, t, bound.alpha * lam)
+        assert min(np.linalg.eigvalsh(z)[0] for z in Z) >= -1e-9
+        if bound.alpha < 1:  # a slightly larger common scale leaves the dual cone
+            Z = brute_dual_matrices(p, clusters, t, bound.alpha * 1.001 * lam)
+            assert min(np.linalg.eigvalsh(z)[0] for z in Z) < 0
+
+
+def test_certify_closes_the_gap_at_the_optimum_and_not_at_the_identity():
+    p, clusters, _ = random_instance(8)
+    result = solve_mm_lmnn(p, clusters)
+    assert certify_mm(p, result.metrics, clusters).relative_gap <= 1e-6
+    at_identity = certify_mm(p, np.stack([np.eye(2)] * 3), clusters)
+    assert not at_identity.certified and at_identity.lower <= result.objective * (1 + 1e-9)
+
+
+def line_and_cloud(seed: int, on_line: int = 0):
+    """Class 0 on a line in 3-D (its pull matrix has rank 1), class 1 a cloud; the first
+    ``on_line`` points of class 1 sit on the same line."""
+    rng = np.random.default_rng(seed)
+    line = np.outer(rng.normal(size=7 + on_line), [1.0, 0.5, 0.2]) + [0.3, 0, 0]
+    X = np.vstack([line, rng.normal(size=(7 - on_line, 3))])
+    return LMNNProblem(X, np.r_[np.zeros(7, int), np.ones(7, int)], k=2, mu=0.5)
+
+
+@pytest.mark.parametrize("method", ["full", "cutting-plane", "aggregated"])
+def test_cluster_with_singular_pull_matrix_is_certified_on_the_data_range(method):
+    p = line_and_cloud(3)
+    result = solve_mm_lmnn(p, method=method)
+    assert result.certificate.singular_clusters == (0,)
+    assert result.certificate.certified
+    assert result.objective == pytest.approx(reference_optimum(p, p.label_codes), rel=1e-6)
+
+
+def test_singular_cluster_with_impostors_in_its_range_is_never_overstated():
+    p = line_and_cloud(4, on_line=2)  # impostors on the line cannot be pushed away for free
+    optimum = reference_optimum(p, p.label_codes)
+    cert = certify_mm(p, solve_mm_lmnn(p).metrics)
+    assert cert.lower <= optimum * (1 + 1e-9) and cert.upper == pytest.approx(optimum, rel=1e-7)
+    assert cert.singular_clusters == (0,) and cert.n_dropped > 0
+    assert cert.certified == (cert.relative_gap <= cert.tol)
+
+
+def concentric_circles(per_circle: int = 12, outer_radius: float = 2.0) -> tuple:
+    """Fig. 7: two concentric circles, one class each, points at the same angles."""
+    angles = np.linspace(0, 2 * np.pi, per_circle, endpoint=False)
+    ring = np.column_stack([np.cos(angles), np.sin(angles)])
+    return np.vstack([ring, outer_radius * ring]), np.repeat([0, 1], per_circle)
+
+
+def test_fig7_leave_one_out_error_drops_with_three_metrics():
+    X, y = concentric_circles()
+    errors = []
+    for n_clusters in (1, 2, 3):
+        clusters = KMeans(n_clusters, n_init=10, random_state=0).fit(X).labels_
+        result = solve_mm_lmnn(LMNNProblem(X, y, k=2, mu=0.5), clusters, method="aggregated")
+        assert result.certificate.certified
+        errors.append(leave_one_out_error(X, y, result.metrics, clusters))
+    assert errors[0] >= 0.5 and errors[1] >= 0.5 and errors[2] == 0.0
+
+
+def test_distance_matrix_and_leave_one_out_error_by_brute_force():
+    p, clusters, metrics = random_instance(9, n=10)
+    D = mm_distance_matrix(p.X, metrics, clusters)
+    assert D[3, 7] == pytest.approx(eq16(p.X, metrics, clusters, 3, 7))
+    assert D[7, 3] == pytest.approx(eq16(p.X, metrics, clusters, 7, 3))
+    wrong = 0
+    for i in range(10):
+        others = [j for j in range(10) if j != i]
+        nearest = min(others, key=lambda j: (eq16(p.X, metrics, clusters, i, j), j))
+        wrong += p.y[nearest] != p.y[i]
+    assert leave_one_out_error(p.X, p.y, metrics, clusters) == wrong / 10
+
+
+def test_iris_cutting_plane_and_aggregated_agree():
+    X, y = load_bundled("iris")
+    p = LMNNProblem((X - X.mean(0)) / X.std(0), y, k=3, mu=0.5)
+    cut = solve_mm_lmnn(p, method="cutting-plane")
+    aggregated = solve_mm_lmnn(p, method="aggregated")
+    for result in (cut, aggregated):
+        assert result.relative_gap <= 1e-6 and result.rounds
+    assert aggregated.objective == pytest.approx(cut.objective, rel=1e-6)
+    assert cut.rounds[-1].violated_outside == 0 and cut.n_triplets < p.n_triplets
+
+
+@pytest.mark.parametrize("clusters,error,match", [
+    (np.zeros(11, dtype=int), ValueError, "shape"),
+    (np.r_[np.zeros(6, int), 2 * np.ones(6, int)], ValueError, "cluster 1 has no members"),
+    (np.zeros(12), TypeError, "integer"),
+    (np.r_[-np.ones(6, int), np.zeros(6, int)], ValueError, "0..C-1"),
+])
+def test_bad_clusters_are_rejected(clusters, error, match):
+    p, _, _ = random_instance(10)
+    with pytest.raises(error, match=match):
+        solve_mm_lmnn(p, clusters)
+    with pytest.raises(error, match=match):
+        mm_objective(p, np.stack([np.eye(2)] * 3), clusters)
+
+
+def test_bad_metrics_methods_and_multipliers_are_rejected():
+    p, clusters, metrics = random_instance(11)
+    with pytest.raises(ValueError, match="one metric per cluster"):
+        mm_objective(p, metrics[:2], clusters)
+    with pytest.raises(ValueError, match=r"metrics\[1\].*not positive semidefinite"):
+        certify_mm(p, np.stack([np.eye(2), -np.eye(2), np.eye(2)]), clusters)
+    with pytest.raises(ValueError, match="method must be"):
+        solve_mm_lmnn(p, clusters, method="newton")
+    with pytest.raises(ValueError, match="need method"):
+        solve_mm_lmnn(p, clusters, band=0.1)
+    with pytest.raises(ValueError, match="formulation"):
+        solve_mm_lmnn(p, clusters, formulation="lagrangian")
+    with pytest.raises(ValueError, match="together"):
+        certify_mm(p, metrics, clusters, triplets=p.all_triplets())
