@@ -10,9 +10,9 @@ of eq. 18, evaluates eq. 14 on the working set only, and
 Working set and re-checks: the working set holds the pairs ``(i, l)`` within
 ``impostor_radius = max_j D(i, j) + 1 + band`` found by the last exact search.
 Alg. 1 keeps the union over all searches (``N^(t)``); we replace the set
-instead: the search is exact at the current ``M``, so a dropped pair is inactive
-there, and the set does not keep the impostors of early long steps. A full re-check searches all
-triplets; the interval rule is: start at ``RECHECK_INTERVAL`` (20)
+instead: the search is exact at the current ``M``, so a dropped pair is
+inactive there, and the set does not keep the impostors of early long steps.
+A full re-check searches all triplets; the interval rule is: start at ``RECHECK_INTERVAL`` (20)
 iterations; a "quiet" re-check, one whose new violated triplets (outside the
 working set) number at most ``RECHECK_QUIET_FRACTION`` (1%) of the active
 triplets, doubles the interval (up to ``MAX_RECHECK_INTERVAL``); any other
@@ -31,8 +31,17 @@ Convergence ("almost converged" in Alg. 1, line 6): when the working-set
 objective fell by less than ``tol`` (relative) over the last ``STALL_WINDOW``
 iterations, a verification pass searches all triplets; only if it finds no
 violated triplet outside the working set is convergence declared, otherwise
-the descent resumes on the enlarged set. The exact finishing stage
-(``fast_solver.polish``) may then pin the minimum down to LP precision.
+the descent resumes on the enlarged set. "Converged" thus means the stopping
+rule of Alg. 1 held at a verified point, not that eq. 14 is minimal: projected
+sub-gradient descent can stall at a kink. The exact finishing stage
+(``fast_solver.polish``, a barrier method on the working set) then pins the
+minimum down on problems small enough (``POLISH_MAX_ENTRIES``).
+
+The objective reported is ``LMNNProblem.objective`` when ``n`` is at most
+``DIRECT_OBJECTIVE_MAX_SAMPLES`` and otherwise the working-set value right
+after a full check (exact: every violated triplet is then in the set), since
+the blockwise ``LMNNProblem.objective`` costs ``O(n^2 k)`` at large ``n``. The
+exported working set holds the triplets within ``EXPORT_BAND`` of the margin.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from tqdm.auto import tqdm
 
 from fast_solver.gradient import pull_gradient
 from fast_solver.impostors import (
-    SEARCH_METHODS, _check_band, _check_psd, impostor_pairs, impostor_radius,
+    SEARCH_METHODS, check_band, check_psd_metric, impostor_pairs, impostor_radius,
     target_distances,
 )
 from fast_solver.polish import polish_metric
@@ -133,7 +142,7 @@ def solve(
     # Tall-skinny products (P x d times d x d) run faster on one BLAS thread for small d.
     with threadpool_limits(1 if problem.n_features <= SINGLE_THREAD_MAX_FEATURES else None, user_api="blas"):
         return _solve(problem, _start_metric(problem, M0), max_iter, tol, step_size,
-                      _check_band(band), search, polish, callback, progress)
+                      check_band(band), search, polish, callback, progress)
 
 
 def _solve(problem, M0, max_iter, tol, step_size, band, search, polish, callback, progress):
@@ -350,7 +359,7 @@ def _polish_wanted(polish, run: _Run) -> bool:
 def _start_metric(problem: LMNNProblem, M0) -> np.ndarray:
     if M0 is None:
         return np.eye(problem.n_features)
-    return _check_psd(problem, M0).copy()
+    return check_psd_metric(problem, M0).copy()
 
 
 def _check_options(max_iter, tol, step_size, search, polish) -> None:

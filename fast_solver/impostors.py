@@ -74,8 +74,8 @@ def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "a
     ndarray of int, shape (T, 3)
         Rows ``(i, j, l)`` ordered by ``i``, target rank, then ``l``.
     """
-    band = _check_band(band)
-    Z = transformed_inputs(problem, _check_psd(problem, M))
+    band = check_band(band)
+    Z = transformed_inputs(problem, check_psd_metric(problem, M))
     target_d = target_distances(Z, problem.targets)
     i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
     hinge = 1.0 + target_d[i] - dist[:, None]
@@ -220,14 +220,16 @@ def _concatenate(parts) -> np.ndarray:
     return np.concatenate(parts).astype(np.intp) if parts else np.empty(0, dtype=np.intp)
 
 
-def _check_band(band) -> float:
+def check_band(band) -> float:
+    """``band`` as a float, or ``ValueError`` unless finite and >= 0."""
     band = float(band)
     if not np.isfinite(band) or band < 0:
         raise ValueError(f"band must be a finite number >= 0, got {band}.")
     return band
 
 
-def _check_psd(problem: LMNNProblem, M) -> np.ndarray:
+def check_psd_metric(problem: LMNNProblem, M) -> np.ndarray:
+    """``M`` as a (d, d) float array, or ``ValueError`` unless finite, symmetric and PSD."""
     M = np.asarray(M, dtype=float)
     d = problem.n_features
     if M.shape != (d, d) or not np.all(np.isfinite(M)):
