@@ -44,6 +44,7 @@ from lmnn_sdp.certificate import (
 )
 from lmnn_sdp.dual import SDPSolution, solve_dual
 from lmnn_sdp.formulation import ReducedSpace, best_scaled_identity, reduced_space
+from lmnn_sdp.line_search import golden_section
 from lmnn_sdp.lmnn import SDPResult
 from lmnn_sdp.problem import LMNNProblem
 
@@ -113,29 +114,14 @@ def _model_round(problem, space, M, band, solver, solver_options):
     return np.concatenate([active, free]), len(active), sol
 
 
-def _line_search(problem: LMNNProblem, M: np.ndarray, value: float, target: np.ndarray,
-                 iterations: int = 30):
-    """Least eps on the segment from ``M`` to ``target`` (convex: golden section).
+def _line_search(problem: LMNNProblem, M: np.ndarray, value: float, target: np.ndarray):
+    """Least eps on the segment from ``M`` to ``target`` (eps is convex there).
 
     Returns ``(step, metric, eps(metric))``; the full step is taken when it decreases eps."""
     full = problem.objective(target)
     if full <= value:
         return 1.0, target, full
-    ratio = (np.sqrt(5) - 1) / 2
-    lo, hi = 0.0, 1.0
-    f = lambda t: problem.objective(M + t * (target - M))  # noqa: E731
-    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    fa, fb = f(a), f(b)
-    for _ in range(iterations):
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - ratio * (hi - lo)
-            fa = f(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + ratio * (hi - lo)
-            fb = f(b)
-    t, best = (a, fa) if fa <= fb else (b, fb)
+    t, best = golden_section(lambda t: problem.objective(M + t * (target - M)), 0.0, 1.0)
     if best >= value:
         return 0.0, M, value
     return t, M + t * (target - M), best

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from lmnn_sdp.line_search import golden_section
 from lmnn_sdp.problem import LMNNProblem
 
 
@@ -70,9 +71,12 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
 
 
 def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
-    """The metric ``s * I`` (reduced space; s on a log grid 2^-4..2^8) of least ``eps``, (d, d)."""
-    candidates = [space.lift(2.0**e * np.eye(space.rank)) for e in np.arange(-4, 8.5, 0.5)]
-    return min(candidates, key=problem.objective)
+    """The metric ``s * I`` (reduced space, ``2^-6 <= s <= 2^10``) of least ``eps``, (d, d).
+
+    ``eps(s I)`` is convex in ``s``, so unimodal in ``log s``: golden section, 20 steps."""
+    metric = lambda e: space.lift(2.0**e * np.eye(space.rank))  # noqa: E731
+    exponent, _ = golden_section(lambda e: problem.objective(metric(e)), -6.0, 10.0, 20)
+    return metric(exponent)
 
 
 @dataclass(frozen=True)

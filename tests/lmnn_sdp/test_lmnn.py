@@ -127,3 +127,20 @@ def test_bad_solver_and_method():
         solve_lmnn(p, method="newton")
     with pytest.raises(ValueError, match="cutting-plane"):
         solve_lmnn(p, working_set=np.zeros((1, 3), dtype=int))
+
+
+def test_golden_section_finds_the_minimum_of_a_convex_kink():
+    from lmnn_sdp.line_search import golden_section
+
+    x, fx = golden_section(lambda t: abs(t - 0.3) + 0.1 * t, 0.0, 1.0, iterations=40)
+    assert x == pytest.approx(0.3, abs=1e-6) and fx == pytest.approx(0.03, abs=1e-6)
+
+
+def test_best_scaled_identity_beats_every_other_scale():
+    from lmnn_sdp.formulation import best_scaled_identity, reduced_space
+
+    p = tiny(10, 0.5, n=20)
+    space = reduced_space(p)
+    best = p.objective(best_scaled_identity(p, space))
+    for e in np.linspace(-6, 10, 33):
+        assert best <= p.objective(space.lift(2.0**e * np.eye(space.rank))) * (1 + 1e-6)
