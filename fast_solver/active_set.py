@@ -74,7 +74,6 @@ STALL_WINDOW = 20
 STEP_GROWTH, STEP_SHRINK = 1.01, 0.5
 INITIAL_RELATIVE_STEP = 0.02
 POLISH_MAX_ENTRIES = 4_000_000
-SINGLE_THREAD_MAX_FEATURES = 64
 EXPORT_BAND = 1.0
 DIRECT_OBJECTIVE_MAX_SAMPLES = 5000
 
@@ -139,8 +138,10 @@ def solve(
     FastLMNNResult
     """
     _check_options(max_iter, tol, step_size, search, polish)
-    # Tall-skinny products (P x d times d x d) run faster on one BLAS thread for small d.
-    with threadpool_limits(1 if problem.n_features <= SINGLE_THREAD_MAX_FEATURES else None, user_api="blas"):
+    # BLAS on one thread: the products here are tall-skinny (P x d times d x d) or
+    # small (eigendecompositions of d x d), which threads slow down; the impostor
+    # search runs its own threads, one class each.
+    with threadpool_limits(1, user_api="blas"):
         return _solve(problem, _start_metric(problem, M0), max_iter, tol, step_size,
                       check_band(band), search, polish, callback, progress)
 

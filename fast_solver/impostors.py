@@ -92,9 +92,12 @@ def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:
 
 
 def target_distances(Z: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k)."""
-    diff = Z[:, None, :] - Z[targets]
-    return np.einsum("nkr,nkr->nk", diff, diff)
+    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k), one rank at a time."""
+    out = np.empty(targets.shape)
+    for rank in range(targets.shape[1]):
+        diff = Z - Z[targets[:, rank]]
+        out[:, rank] = np.einsum("nr,nr->n", diff, diff)
+    return out
 
 
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
