@@ -10,9 +10,11 @@ such sum goes through the weighted-graph identity
 
     sum_p w_p C_{a_p b_p} = X_U^T (Deg - W - W^T) X_U
 
-on the nodes ``U`` the pairs touch (no Python loop over triplets), and eq. 19
-becomes the same identity applied to the *change* of the pair weights between
-two consecutive active sets.
+on the nodes ``U`` the pairs touch (no Python loop over triplets; duplicate
+pairs add up in the sparse matrix ``W``), and eq. 19 is the same sum over the
+triplets that entered the active set (weight +1) and those that left it (-1).
+Small sums (at most ``DIRECT_MAX_PAIRS`` pairs) are formed from the difference
+vectors directly.
 """
 
 from __future__ import annotations
