@@ -106,6 +106,9 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
         from lmnn_sdp import multi_metric_generation as generation
         run = generation.mm_cutting_plane if method == "cutting-plane" else generation.mm_aggregated
         if formulation is not None:
+            if method == "aggregated":
+                raise ValueError("formulation applies to method='full' or 'cutting-plane'; "
+                                 "the aggregated scheme always solves the dual.")
             options["formulation"] = formulation
         return run(problem, clusters, solver, tol=tol, solver_options=solver_options, **options)
     if method != "full":
@@ -153,7 +156,7 @@ def mm_certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.
 
 
 def lift_psd(space: ReducedSpace, M_reduced: np.ndarray) -> np.ndarray:
-    """Reduced metrics (C, r, r), projected onto the PSD cone, as metrics (C, d, d) on the inputs."""
+    """Reduced metrics (C, r, r), projected onto the PSD cone, as metrics (C, d, d)."""
     if not np.all(np.isfinite(M_reduced)):
         raise RuntimeError("the SDP solver returned no metric; try the other solver.")
     w, U = np.linalg.eigh(M_reduced)

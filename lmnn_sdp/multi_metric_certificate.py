@@ -56,6 +56,7 @@ from lmnn_sdp.multi_metric_objective import (
 )
 from lmnn_sdp.multi_metric_sdp import (
     cluster_spaces,
+    fixed_groups,
     killable,
     reduced_pulls,
     solve_mm_dual,
@@ -96,7 +97,7 @@ def certify_mm(problem: LMNNProblem, metrics, clusters=None, *, triplets=None, m
         Cluster of each point (eq. 16); default one per class.
     triplets, multipliers : arrays of shape (T, 3) and (T,), optional
         Multipliers to bound with; default: complementary slackness at ``metrics``
-        (fixed at ``beta * mu`` above the margin band, 0 below, free within ``band``).
+        (tied at ``beta_g * mu`` above the margin band, 0 below, free within ``band``).
     tol : float
         ``certified`` is ``relative_gap <= tol``.
 
@@ -169,7 +170,7 @@ def mm_dual_lower_bound(problem: LMNNProblem, clusters: np.ndarray, triplets, mu
     lam = np.clip(lam, 0.0, problem.mu)  # the box is part of dual feasibility
     A = (1.0 - problem.mu) * reduced_pulls(problem, space, clusters)
     shift = _rounding_allowance(problem, space, clusters, t, lam, A)
-    singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] < shift[c]]
+    singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
     drop = np.isin(clusters[t[:, 2]], singular) & (lam > 0)
     lam[drop] = 0.0
     Q = _reduced_scatter(problem, space, clusters, t, lam)
@@ -209,9 +210,10 @@ def mm_complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, clus
                                  solver_options: dict | None = None):
     """Multipliers for candidate metrics (C, d, d) by complementary slackness.
 
-    Triplets with margin above ``band`` get ``beta * mu`` (one shared ``beta``), those
-    below ``-band`` get 0 and those within the band are free in [0, mu]; the dual SDP
-    over ``beta`` and the free ones maximises the bound. Killable impostors of
+    Triplets with margin above ``band`` get ``beta_g * mu``, one ``beta_g`` per group
+    ``(c(j), c(l))`` (``multi_metric_sdp.FixedGroups``), those below ``-band`` get 0 and
+    those within the band are free in [0, mu]; the dual SDP over the ``beta_g`` and
+    the free ones maximises the bound. Killable impostors of
     singular clusters (``multi_metric_sdp``) get 0. Returns ``(triplets (T, 3),
     multipliers (T,), n_free, solution)``; ``solution.M_reduced`` minimises the model
     of ``multi_metric_generation`` (aggregated active sets)."""
@@ -220,9 +222,9 @@ def mm_complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, clus
     near = near[~killable(space, cspaces, clusters, near)]
     margins = mm_triplet_margins(problem, metrics, clusters, near)
     active, free = near[margins > band], near[margins <= band]
-    fixed = (problem.mu * _reduced_scatter(problem, space, clusters, active)
-             if len(active) else None)
+    fixed = fixed_groups(space, clusters, active) if len(active) else None
     sol = solve_mm_dual(problem, space, clusters, free, solver, fixed=fixed,
-                        fixed_value=problem.mu * len(active), solver_options=solver_options)
-    multipliers = np.concatenate([np.full(len(active), sol.beta * problem.mu), sol.multipliers])
+                        solver_options=solver_options)
+    tied = problem.mu * sol.beta[fixed.index] if len(active) else np.zeros(0)
+    multipliers = np.concatenate([tied, sol.multipliers])
     return np.concatenate([active, free]), multipliers, len(free), sol

@@ -110,23 +110,80 @@ def cluster_pairs(triplets: np.ndarray, clusters: np.ndarray) -> ClusterPairs:
     return ClusterPairs(pairs=pairs, clusters=(unique // (n * n)).astype(np.intp), signs=signs)
 
 
-def pair_operator(space: ReducedSpace, cspaces: ClusterSpaces, pairs: ClusterPairs) -> sp.csr_matrix:
+def pair_operator(space: ReducedSpace, cspaces: ClusterSpaces,
+                  pairs: ClusterPairs) -> sp.csr_matrix:
     """Sparse (P, sum_c q_c), q_c = r_c (r_c + 1) / 2: row ``p`` is ``svec(B_c^T C_p B_c)``
     in the block of its metric ``c``.
 
     With ``m`` stacking ``svec(M'_c)``, pair distances are ``(op * w) @ m`` (``w`` the
     svec weights); ``op^T w`` stacks ``svec(B_c^T (sum_p w_p C_p) B_c)``."""
     V = space.inputs[pairs.pairs[:, 0]] - space.inputs[pairs.pairs[:, 1]]
+    return _cluster_blocks(cspaces, pairs.clusters, lambda B, rows: pair_outer_svec(V[rows] @ B))
+
+
+def _cluster_blocks(cspaces: ClusterSpaces, owner: np.ndarray, values) -> sp.csr_matrix:
+    """Sparse (len(owner), sum_c q_c): row ``p`` holds ``values(B_c, rows)`` (len(rows), q_c)
+    in the block of cluster ``c = owner[p]``."""
     offsets = _offsets(cspaces)
-    blocks = []
+    parts = []
     for c, B in enumerate(cspaces.bases):
-        rows = np.flatnonzero(pairs.clusters == c)
-        q = B.shape[1] * (B.shape[1] + 1) // 2
-        values = pair_outer_svec(V[rows] @ B)
-        cols = offsets[c] + np.arange(q)
-        blocks.append(sp.coo_matrix((values.ravel(), (np.repeat(rows, q), np.tile(cols, len(rows)))),
-                                    shape=(len(V), offsets[-1])))
-    return sp.csr_matrix(sum(blocks))
+        rows = np.flatnonzero(owner == c)
+        q = offsets[c + 1] - offsets[c]
+        block = np.asarray(values(B, rows)).reshape(len(rows), q)
+        cols = np.tile(offsets[c] + np.arange(q), len(rows))
+        parts.append(sp.coo_matrix((block.ravel(), (np.repeat(rows, q), cols)),
+                                   shape=(len(owner), offsets[-1])))
+    return sp.csr_matrix(sum(parts))
+
+
+@dataclass(frozen=True)
+class FixedGroups:
+    """Triplets whose multipliers are tied: ``lambda_t = beta_g mu`` for ``t`` in group ``g``.
+
+    Group ``g`` holds the triplets with ``(c(j), c(l)) = (target_cluster[g],
+    impostor_cluster[g])``; its part of the dual is ``- beta_g mu F_g`` with
+    ``F_g = sum_t (C_il [c(l)=c] - C_ij [c(j)=c])``, which touches two clusters only.
+    With one cluster this is the single ``beta`` of ``aggregated.py``."""
+
+    index: np.ndarray  # (T,) group of each triplet
+    target_cluster: np.ndarray  # (G,)
+    impostor_cluster: np.ndarray  # (G,)
+    targets: np.ndarray  # (G, r, r): sum_t C_ij, reduced coordinates
+    impostors: np.ndarray  # (G, r, r): sum_t C_il
+    sizes: np.ndarray  # (G,) triplets per group
+
+
+def fixed_groups(space: ReducedSpace, clusters: np.ndarray, triplets: np.ndarray) -> FixedGroups:
+    """Group ``triplets`` (T, 3) by the clusters ``(c(j), c(l))`` of their two pairs."""
+    C = int(clusters.max()) + 1
+    keys = clusters[triplets[:, 1]] * C + clusters[triplets[:, 2]]
+    unique, index = np.unique(keys, return_inverse=True)
+    Xr = space.inputs
+    index, G = index.ravel(), len(unique)
+    return FixedGroups(
+        index=index, target_cluster=unique // C, impostor_cluster=unique % C,
+        targets=_grouped_outer(Xr[triplets[:, 0]] - Xr[triplets[:, 1]], index, G),
+        impostors=_grouped_outer(Xr[triplets[:, 0]] - Xr[triplets[:, 2]], index, G),
+        sizes=np.bincount(index, minlength=G))
+
+
+def _grouped_outer(V: np.ndarray, index: np.ndarray, G: int) -> np.ndarray:
+    """``sum_{t in g} v_t v_t^T`` for rows of ``V`` (T, r) grouped by ``index``; (G, r, r)."""
+    out = np.zeros((G, V.shape[1], V.shape[1]))
+    for start in range(0, len(V), 65536):
+        s = slice(start, start + 65536)
+        np.add.at(out, index[s], np.einsum("ti,tj->tij", V[s], V[s]))
+    return out
+
+
+def _group_operator(cspaces: ClusterSpaces, groups: FixedGroups) -> sp.csr_matrix:
+    """Sparse (sum_c q_c, G): column ``g`` stacks ``svec(B_c^T F_g B_c)`` over the clusters."""
+    def restricted(S):
+        return lambda B, g: np.array([svec(B.T @ M @ B) for M in S[g]])
+
+    impostors = _cluster_blocks(cspaces, groups.impostor_cluster, restricted(groups.impostors))
+    targets = _cluster_blocks(cspaces, groups.target_cluster, restricted(groups.targets))
+    return (impostors - targets).T.tocsr()
 
 
 def mm_primal_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls: np.ndarray,
@@ -152,13 +209,12 @@ def mm_primal_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls:
 
 
 def mm_dual_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls: np.ndarray,
-                clusters: np.ndarray, triplets: np.ndarray, fixed: np.ndarray | None = None,
-                fixed_value: float = 0.0):
+                clusters: np.ndarray, triplets: np.ndarray, fixed: FixedGroups | None = None):
     """cvxpy problem of the dual of sec. 5.2 (``multi_metric``) on ``triplets`` (T, 3).
 
-    ``Z_c`` is taken on ``R_c``. ``fixed`` (C, r, r) is an optional ``F_c`` entering as
-    ``- beta F_c`` (worth ``beta * fixed_value``, 0 <= beta <= 1). Returns
-    ``(problem, lam, beta, psd_constraints)`` (``None`` for an empty ``R_c``)."""
+    ``Z_c`` is taken on ``R_c``. ``fixed`` are optional groups of tied multipliers
+    ``beta_g mu`` (0 <= beta_g <= 1). Returns ``(problem, lam, beta, psd_constraints)``
+    (``None`` for an empty ``R_c``)."""
     offsets = _offsets(cspaces)
     z = (1.0 - mu) * np.concatenate([svec(P) for P in cspaces.restrict(pulls)])
     objective, constraints, lam, beta = 0, [], None, None
@@ -169,10 +225,10 @@ def mm_dual_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls: n
         z = z + pair_operator(space, cspaces, pairs).T @ w
         objective = cp.sum(lam)
     if fixed is not None:
-        beta = cp.Variable()
+        beta = cp.Variable(len(fixed.sizes))
         constraints += [beta >= 0, beta <= 1]
-        z = z - beta * np.concatenate([svec(F) for F in cspaces.restrict(fixed)])
-        objective = objective + beta * fixed_value
+        z = z - mu * (_group_operator(cspaces, fixed) @ beta)
+        objective = objective + mu * (fixed.sizes @ beta)
     psd = [_matrix(z, offsets, c, B.shape[1]) >> 0 if B.shape[1] else None
            for c, B in enumerate(cspaces.bases)]
     problem = cp.Problem(cp.Maximize(objective), constraints + [p for p in psd if p is not None])
@@ -204,16 +260,17 @@ def solve_mm_primal(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndar
 
 
 def solve_mm_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                  triplets: np.ndarray, solver: str = "CLARABEL", fixed: np.ndarray | None = None,
-                  fixed_value: float = 0.0, solver_options: dict | None = None) -> SDPSolution:
+                  triplets: np.ndarray, solver: str = "CLARABEL", fixed: FixedGroups | None = None,
+                  solver_options: dict | None = None) -> SDPSolution:
     """Solve ``mm_dual_sdp`` without the killable triplets; ``M_reduced`` (C, r, r) is
-    ``B_c M'_c B_c^T`` with ``M'_c`` the PSD constraints' duals."""
+    ``B_c M'_c B_c^T`` with ``M'_c`` the PSD constraints' duals. ``beta`` of the result
+    is the array (G,) of the groups' weights."""
     start = time.perf_counter()
     pulls = reduced_pulls(problem, space, clusters)
     cspaces = cluster_spaces(pulls)
     keep = ~killable(space, cspaces, clusters, triplets)
     cvx_problem, lam, beta, psd = mm_dual_sdp(space, cspaces, problem.mu, pulls, clusters,
-                                              triplets[keep], fixed, fixed_value)
+                                              triplets[keep], fixed)
     multipliers = np.zeros(len(triplets))
     if lam is None and beta is None:  # no multiplier: dual value 0, attained by M = 0
         return SDPSolution(np.zeros_like(pulls), multipliers, "trivial", 0.0, 0.0)
@@ -223,7 +280,7 @@ def solve_mm_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarra
                   (con.dual_value + con.dual_value.T) / 2 for con in psd]
     multipliers[keep] = _value(lam, int(keep.sum()))
     solution = _solution(cvx_problem, cspaces.expand(restricted), multipliers, start)
-    solution.beta = float(beta.value) if beta is not None and beta.value is not None else 0.0
+    solution.beta = _value(beta, 0 if fixed is None else len(fixed.sizes))
     return solution
 
 

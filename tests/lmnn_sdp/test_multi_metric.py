@@ -186,6 +186,17 @@ def test_singular_cluster_with_impostors_in_its_range_is_never_overstated():
     assert cert.certified == (cert.relative_gap <= cert.tol)
 
 
+def test_cluster_that_holds_no_target_neighbour_gets_an_infinite_metric():
+    rng = np.random.default_rng(12)
+    X = np.vstack([rng.normal(size=(5, 2)), [[9.0, 9.0]], rng.normal(size=(6, 2))])
+    p = LMNNProblem(X, np.r_[np.zeros(6, int), np.ones(6, int)], k=2, mu=0.5)
+    assert 5 not in p.targets  # the outlier is nobody's target: P_2 = 0
+    clusters = np.r_[np.zeros(5, int), 2, np.ones(6, int)]
+    result = solve_mm_lmnn(p, clusters)
+    assert result.certificate.certified and 2 in result.certificate.singular_clusters
+    assert result.objective == pytest.approx(reference_optimum(p, clusters), rel=1e-6)
+
+
 def concentric_circles(per_circle: int = 12, outer_radius: float = 2.0) -> tuple:
     """Fig. 7: two concentric circles, one class each, points at the same angles."""
     angles = np.linspace(0, 2 * np.pi, per_circle, endpoint=False)
@@ -254,5 +265,7 @@ def test_bad_metrics_methods_and_multipliers_are_rejected():
         solve_mm_lmnn(p, clusters, band=0.1)
     with pytest.raises(ValueError, match="formulation"):
         solve_mm_lmnn(p, clusters, formulation="lagrangian")
+    with pytest.raises(ValueError, match="formulation applies"):
+        solve_mm_lmnn(p, clusters, method="aggregated", formulation="primal")
     with pytest.raises(ValueError, match="together"):
         certify_mm(p, metrics, clusters, triplets=p.all_triplets())
