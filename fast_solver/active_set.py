@@ -295,18 +295,20 @@ class _Run:
 
     # -- finishing -----------------------------------------------------------
     def polish(self) -> bool:
-        """Exact finishing stage; keeps the polished M only if eq. 14 is lower there."""
+        """Exact finishing stage; keeps the polished M if eq. 14 is lower there.
+
+        True when it was kept and the stage is complete (gap and triplet checks)."""
         tic = time.perf_counter()
         if not self.checked_current:
             self.full_check()
         before = self.point.M
         outcome = polish_metric(self.problem, before, self.ws.triplets(self.problem.targets), self.search)
         self.n_checks += outcome.n_searches
-        improved = self._move_to(outcome.M) < self._move_to(before) if outcome.complete else False
+        improved = self._move_to(outcome.M) < self._move_to(before)
         if improved:
             self._move_to(outcome.M)
         self.timings["polish"] += time.perf_counter() - tic
-        return improved
+        return improved and outcome.complete
 
     def _move_to(self, M: np.ndarray) -> float:
         """Make ``M`` the current point after an exact check there; returns eq. 14 at M."""

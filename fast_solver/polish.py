@@ -14,10 +14,13 @@ by the barrier method (Boyd & Vandenberghe, sec. 11.3): Newton's method on
 
     tau * objective - log det M - sum_t log(xi_t - hinge_t) - sum_t log xi_t
 
-in the ``d (d + 1) / 2`` entries of ``M`` and the ``xi_t`` (eliminated in closed
-form, so each Newton system is ``d (d + 1) / 2`` square), for ``tau`` growing
-x10 until the duality-gap bound ``(d + 2 |T|) / tau`` is below ``gap_rtol``
-times the objective. An exact impostor search at the result then adds every
+in the ``r (r + 1) / 2`` entries of ``M`` restricted to the span of the data
+(``data_range``, rank ``r``) and the ``xi_t`` (eliminated in closed form, so
+each Newton system is ``r (r + 1) / 2`` square), for ``tau`` growing
+x10 until the duality-gap bound ``(r + 2 |T|) / tau`` is below ``gap_rtol``
+times the objective; when round-off stops a centring first, the last centred
+point is kept and counts as complete if its bound is below
+``ACCEPT_GAP_RTOL``. An exact impostor search at the result then adds every
 active triplet missing from ``T`` and the barrier resumes (constraint
 generation), so the answer is the minimum over all triplets up to the gap. The
 caller keeps the polished ``M`` only if its exact objective is lower.
@@ -36,9 +39,10 @@ from fast_solver.psd import project_psd
 from lmnn_sdp.problem import LMNNProblem
 
 MAX_ROUNDS = 20
-MAX_NEWTON_STEPS = 200
-MAX_TOTAL_NEWTON_STEPS = 2000
-TAU_GROWTH = 10.0
+MAX_NEWTON_STEPS = 500
+MAX_TOTAL_NEWTON_STEPS = 5000
+TAU_GROWTH = 4.0
+ACCEPT_GAP_RTOL = 1e-5
 
 
 @dataclass
@@ -85,13 +89,29 @@ def polish_metric(problem: LMNNProblem, M: np.ndarray, candidates: np.ndarray, s
         return _generate_constraints(problem, M, T, search, gap_rtol)
 
 
+def data_range(Xc: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """Orthonormal basis (d, r) of the span of the centred inputs.
+
+    Every ``C_ab`` lives in this span, so eq. 14 depends on ``M`` only through
+    ``U^T M U``; the barrier works there (a direction outside the data would
+    let ``log det M`` grow without bound)."""
+    _, singular, Vt = np.linalg.svd(Xc, full_matrices=False)
+    keep = singular > rtol * max(singular[0], 1e-300)
+    return Vt[keep].T
+
+
 def _generate_constraints(problem, M, T, search, gap_rtol):
     """Barrier solve, exact search, add the missing active triplets; repeat."""
+    U = data_range(problem.X_centered)
+    Xr, pull = problem.X_centered @ U, U.T @ ((1.0 - problem.mu) * problem.pull_matrix()) @ U
+    M_r = U.T @ M @ U
     n_newton = n_searches = 0
     for round_ in range(MAX_ROUNDS):
         # A later round starts where newly added triplets raise eq. 14 a lot, so
         # its path starts at a smaller tau (a larger gap guess), not 1% of eq. 14.
-        M, gap, steps, centred = _barrier(problem, M, T, gap_rtol, 1e-2 if round_ == 0 else 1.0)
+        M_r, gap, steps, centred = _barrier(Xr, pull, problem.mu, M_r, T, gap_rtol,
+                                            1e-2 if round_ == 0 else 1.0)
+        M = U @ M_r @ U.T
         n_newton += steps
         found = active_triplets(problem, M, method=search)
         n_searches += 1
@@ -102,30 +122,35 @@ def _generate_constraints(problem, M, T, search, gap_rtol):
     return PolishResult(M, gap, T, n_newton, n_searches, False)
 
 
-def _barrier(problem, M, T, gap_rtol, start_gap):
-    """Barrier path from an interior point near ``M``.
+def _barrier(Xr, pull, mu, M, T, gap_rtol, start_gap):
+    """Barrier path from an interior point near ``M`` (r, r), in the data range.
 
-    ``tau`` starts where the gap bound is ``start_gap`` times eq. 14 at the
-    start. Returns the PSD ``M`` (d, d), the gap bound, the Newton steps taken
-    and whether the last centring converged with the gap below ``gap_rtol``."""
-    d = problem.n_features
-    a = problem.X_centered[T[:, 0]] - problem.X_centered[T[:, 1]]
-    b = problem.X_centered[T[:, 0]] - problem.X_centered[T[:, 2]]
-    pull = (1.0 - problem.mu) * problem.pull_matrix()
+    ``Xr`` (n, r) are the inputs in that range and ``pull`` (r, r) the weighted
+    pull matrix. ``tau`` starts where the gap bound is ``start_gap`` times eq. 14
+    at the start. Returns the PSD ``M`` (r, r), the gap bound, the Newton steps
+    taken and whether the last centring converged with the gap below ``gap_rtol``."""
+    d = Xr.shape[1]
+    a = Xr[T[:, 0]] - Xr[T[:, 1]]
+    b = Xr[T[:, 0]] - Xr[T[:, 2]]
     M = M + 1e-3 * max(np.trace(M) / d, 1e-12) * np.eye(d)
     xi = np.maximum(1.0 + _hinge_change(a, b, M), 0.0) + 1.0
     n_barrier = d + 2 * len(T)
-    tau = n_barrier / (start_gap * max(np.sum(pull * M) + problem.mu * xi.sum(), 1e-12))
-    steps = 0
+    tau = n_barrier / (start_gap * max(np.sum(pull * M) + mu * xi.sum(), 1e-12))
+    steps, best = 0, None
     while True:
-        M, xi, taken, centred = _centre(a, b, pull, problem.mu, tau, M, xi)
+        M, xi, taken, centred = _centre(a, b, pull, mu, tau, M, xi)
         steps += taken
-        value = np.sum(pull * M) + problem.mu * xi.sum()
-        if n_barrier / tau <= gap_rtol * abs(value):
-            return project_psd(M), n_barrier / tau, steps, centred
-        if steps >= MAX_TOTAL_NEWTON_STEPS:
-            return project_psd(M), n_barrier / tau, steps, False
+        if not centred:  # round-off ends the path: keep the last centred point
+            break
+        value = np.sum(pull * M) + mu * xi.sum()
+        best = (M, n_barrier / tau, abs(value))
+        if n_barrier / tau <= gap_rtol * abs(value) or steps >= MAX_TOTAL_NEWTON_STEPS:
+            break
         tau *= TAU_GROWTH
+    if best is None:
+        return project_psd(M), np.inf, steps, False
+    M, gap, value = best
+    return project_psd(M), gap, steps, gap <= ACCEPT_GAP_RTOL * value
 
 
 def _centre(a, b, pull, mu, tau, M, xi):
@@ -199,7 +224,7 @@ def _duplication(d: int) -> np.ndarray:
 
 def _triplet_rows(a, b):
     """``vec(a a^T - b b^T)`` of every triplet, shape (T, d^2)."""
-    return (a[:, :, None] * a[:, None, :] - b[:, :, None] * b[:, None, :]).reshape(len(a), -1)
+    return (a[:, :, None] * a[:, None, :] - b[:, :, None] * b[:, None, :]).reshape(len(a), a.shape[1] ** 2)
 
 
 def _symmetric(m, d):
