@@ -22,7 +22,10 @@ EXPECTED_FAILURES = {
 
 
 def test_passes_sklearn_estimator_checks():
-    results = check_estimator(LMNN(), expected_failed_checks=EXPECTED_FAILURES, on_fail=None)
+    # API conformance on scikit-learn's small random data: a short budget without
+    # the exact finishing stage keeps this fast (accuracy is pinned elsewhere).
+    estimator = LMNN(max_iter=100, polish=False)
+    results = check_estimator(estimator, expected_failed_checks=EXPECTED_FAILURES, on_fail=None)
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert failed == []
     assert sum(r["status"] == "passed" for r in results) >= 45
