@@ -128,3 +128,14 @@ def test_rounding_level_negative_eigenvalues_are_clipped_for_the_upper_bound():
     cert = certify(p, np.diag([1.0, 1.0, -1e-12]))
     assert cert.min_eig_metric == pytest.approx(-1e-12)
     assert cert.upper == pytest.approx(p.objective(np.diag([1.0, 1.0, 0.0])), rel=1e-14)
+
+
+def test_the_box_caps_multipliers_that_the_cone_cannot():
+    # Target at 3, impostor at 1: C_il - C_ij = -8 is negative, so Z stays PSD for any
+    # multiplier on this triplet and only the box lambda <= mu keeps the bound honest.
+    p = LMNNProblem(np.array([[0.0], [3.0], [1.0], [1.1]]), [0, 0, 1, 1], k=1, mu=0.5)
+    optimum = solve_lmnn(p).objective
+    assert optimum <= 8 * p.mu  # eps(0) = mu * (number of triplets)
+    lower, alpha, _ = dual_lower_bound(p, np.array([[0, 1, 2]]), np.array([100.0]))
+    assert alpha == 1.0 and lower == pytest.approx(p.mu)
+    assert lower <= optimum
