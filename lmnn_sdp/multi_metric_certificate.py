@@ -211,7 +211,7 @@ def mm_complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, clus
     """Multipliers for candidate metrics (C, d, d) by complementary slackness.
 
     Triplets with margin above ``band`` get ``beta_g * mu``, one ``beta_g`` per group
-    ``(c(j), c(l))`` (``multi_metric_sdp.FixedGroups``), those below ``-band`` get 0 and
+    ``(i, c(j), c(l))`` (``multi_metric_sdp.FixedGroups``), those below ``-band`` get 0 and
     those within the band are free in [0, mu]; the dual SDP over the ``beta_g`` and
     the free ones maximises the bound. Killable impostors of
     singular clusters (``multi_metric_sdp``) get 0. Returns ``(triplets (T, 3),

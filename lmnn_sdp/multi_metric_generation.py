@@ -88,17 +88,19 @@ def mm_cutting_plane(problem: LMNNProblem, clusters: np.ndarray, solver: str = "
 
 
 def mm_aggregated(problem: LMNNProblem, clusters: np.ndarray, solver: str = "CLARABEL", *,
-                  start=None, tol: float = 1e-6, band: float = 0.05, max_rounds: int = 50,
+                  start=None, tol: float = 1e-6, band: float = 0.05, max_rounds: int = 100,
                   solver_options: dict | None = None, progress: bool = False) -> MMResult:
     """Multi-metric LMNN by aggregated active sets (module docstring).
 
     ``start`` is metrics (C, d, d), e.g. a single-metric optimum repeated per
-    cluster as the paper initialises; default the best scaled identity."""
+    cluster as the paper initialises; default the best scaled identity. Stops at
+    ``tol``, after ``max_rounds``, or once three rounds in a row shrank the gap by
+    less than 1%."""
     space = reduced_space(problem)
     metrics = starting_metrics(problem, space, clusters, start)
     objective = lambda m: mm_objective(problem, m, clusters)  # noqa: E731
     upper, lower, best = objective(metrics), 0.0, None
-    rounds, build, solve_time = [], 0.0, 0.0
+    rounds, build, solve_time, stalled = [], 0.0, 0.0, 0
     bar = tqdm(total=max_rounds, desc="multi-metric aggregated", disable=not progress,
                leave=False)
     for _ in range(max_rounds):
@@ -117,7 +119,8 @@ def mm_aggregated(problem: LMNNProblem, clusters: np.ndarray, solver: str = "CLA
                                       sol.status, time.perf_counter() - begin))
         bar.update()
         bar.set_postfix(free=n_free, gap=f"{gap:.2g}")
-        if gap <= tol:
+        stalled = stalled + 1 if len(rounds) > 1 and gap > 0.99 * rounds[-2].relative_gap else 0
+        if gap <= tol or stalled == 3:
             break
     bar.close()
     return _aggregated_result(problem, space, clusters, metrics, best, rounds, solver, tol,
@@ -126,12 +129,21 @@ def mm_aggregated(problem: LMNNProblem, clusters: np.ndarray, solver: str = "CLA
 
 def _aggregated_result(problem, space, clusters, metrics, best, rounds, solver, tol, build,
                        solve_time) -> MMResult:
-    """Certify the final metrics with the better of complementary slackness and the best round."""
-    certificate = certify_mm(problem, metrics, clusters, tol=tol, space=space)
+    """Certify the final metrics with the best round's multipliers or by complementary
+    slackness, whichever bounds higher; the margin band of the latter is widened
+    (1e-3, 3e-3, 1e-2) until the gap is certified, since the split near the margin
+    decides how much of Clarabel's last digits the scaling into the dual cone costs
+    (Letter Recognition, n=500: relative gap 3e-6 at 1e-3, 8e-7 at 3e-3)."""
+    certificates = []
     if best is not None and best[0].size:
-        from_rounds = certify_mm(problem, metrics, clusters, triplets=best[0],
-                                 multipliers=best[1], tol=tol, space=space)
-        certificate = max(certificate, from_rounds, key=lambda c: c.lower)
+        certificates.append(certify_mm(problem, metrics, clusters, triplets=best[0],
+                                       multipliers=best[1], tol=tol, space=space))
+    for band in (1e-3, 3e-3, 1e-2):
+        if any(c.certified for c in certificates):
+            break
+        certificates.append(certify_mm(problem, metrics, clusters, tol=tol, band=band,
+                                       solver=solver, space=space))
+    certificate = max(certificates, key=lambda c: c.lower)
     triplets, multipliers = best if best is not None else (np.empty((0, 3), np.intp), np.zeros(0))
     return MMResult(M=metrics, objective=certificate.upper, certificate=certificate,
                     certificates={"aggregated rounds": certificate}, status=rounds[-1].status,

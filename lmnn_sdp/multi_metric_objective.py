@@ -111,7 +111,7 @@ def mm_distance_matrix(X, metrics, clusters) -> np.ndarray:
     """All cluster-dependent distances ``D^(x_a, x_b)`` of eq. 16, shape (n, n).
 
     Not symmetric: column ``b`` uses ``M_{clusters[b]}``. ``X`` (n, d), ``metrics``
-    (C, d, d), ``clusters`` (n,)."""
+    (C, d, d), ``clusters`` (n,). Exact differences, O(n^2 d) memory: for small data."""
     X = np.asarray(X, dtype=float)
     out = np.empty((len(X), len(X)))
     for c, M in enumerate(np.asarray(metrics, dtype=float)):

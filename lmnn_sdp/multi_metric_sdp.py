@@ -20,6 +20,14 @@ Restricted this way both SDPs stay strictly feasible, which an interior point
 method needs; left in, ``M_c`` runs off to infinity along ``N_c`` (Clarabel
 failed on Letter Recognition, n=300, where 24 of 26 classes are singular). The
 answer is still judged only by ``mm_objective`` and the certificate.
+
+"Killable" means a component ``|N_c^T v|^2 > 1e-12 |v|^2``: a component however
+small lets the optimum push the impostor out, so the certificate can give it no
+multiplier, and treating it as part of ``R_c`` leaves a gap that never closes
+(Letter Recognition, n=500: with a threshold of 1e-6, eight triplets with
+components of 3e-10..9e-9 held the certified gap at 0.87%). The price is large
+metrics: ``t_c`` reached 5e6 there, and ``mm_objective`` in float64 then agreed
+with a long-double evaluation to 5e-9 relative, not 1e-15.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from lmnn_sdp.lmnn import _dual_or_nan
 from lmnn_sdp.multi_metric_objective import cluster_pull_matrices, mm_target_distances
 from lmnn_sdp.problem import _BLOCK_BYTES, LMNNProblem
 
-_KILLABLE = 1e-6  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
+_KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
 
 
 @dataclass(frozen=True)
@@ -140,10 +148,10 @@ def _cluster_blocks(cspaces: ClusterSpaces, owner: np.ndarray, values) -> sp.csr
 class FixedGroups:
     """Triplets whose multipliers are tied: ``lambda_t = beta_g mu`` for ``t`` in group ``g``.
 
-    Group ``g`` holds the triplets with ``(c(j), c(l)) = (target_cluster[g],
-    impostor_cluster[g])``; its part of the dual is ``- beta_g mu F_g`` with
-    ``F_g = sum_t (C_il [c(l)=c] - C_ij [c(j)=c])``, which touches two clusters only.
-    With one cluster this is the single ``beta`` of ``aggregated.py``."""
+    A group holds the triplets of one anchor ``i`` whose targets lie in cluster
+    ``target_cluster[g]`` and impostors in ``impostor_cluster[g]``; its part of the
+    dual is ``- beta_g mu F_g`` with ``F_g = sum_t (C_il [c(l)=c] - C_ij [c(j)=c])``,
+    which touches two clusters only."""
 
     index: np.ndarray  # (T,) group of each triplet
     target_cluster: np.ndarray  # (G,)
@@ -154,14 +162,15 @@ class FixedGroups:
 
 
 def fixed_groups(space: ReducedSpace, clusters: np.ndarray, triplets: np.ndarray) -> FixedGroups:
-    """Group ``triplets`` (T, 3) by the clusters ``(c(j), c(l))`` of their two pairs."""
+    """Group ``triplets`` (T, 3) by anchor ``i`` and the clusters ``(c(j), c(l))``."""
     C = int(clusters.max()) + 1
-    keys = clusters[triplets[:, 1]] * C + clusters[triplets[:, 2]]
+    keys = ((triplets[:, 0].astype(np.int64) * C + clusters[triplets[:, 1]]) * C
+            + clusters[triplets[:, 2]])
     unique, index = np.unique(keys, return_inverse=True)
     Xr = space.inputs
     index, G = index.ravel(), len(unique)
     return FixedGroups(
-        index=index, target_cluster=unique // C, impostor_cluster=unique % C,
+        index=index, target_cluster=unique // C % C, impostor_cluster=unique % C,
         targets=_grouped_outer(Xr[triplets[:, 0]] - Xr[triplets[:, 1]], index, G),
         impostors=_grouped_outer(Xr[triplets[:, 0]] - Xr[triplets[:, 2]], index, G),
         sizes=np.bincount(index, minlength=G))
@@ -179,7 +188,7 @@ def _grouped_outer(V: np.ndarray, index: np.ndarray, G: int) -> np.ndarray:
 def _group_operator(cspaces: ClusterSpaces, groups: FixedGroups) -> sp.csr_matrix:
     """Sparse (sum_c q_c, G): column ``g`` stacks ``svec(B_c^T F_g B_c)`` over the clusters."""
     def restricted(S):
-        return lambda B, g: np.array([svec(B.T @ M @ B) for M in S[g]])
+        return lambda B, g: svec_rows(np.einsum("ai,gab,bj->gij", B, S[g], B))
 
     impostors = _cluster_blocks(cspaces, groups.impostor_cluster, restricted(groups.impostors))
     targets = _cluster_blocks(cspaces, groups.target_cluster, restricted(groups.targets))
@@ -342,6 +351,12 @@ def _solution(cvx_problem: cp.Problem, M: np.ndarray, multipliers: np.ndarray,
     solve_time = float(cvx_problem.solver_stats.solve_time or 0.0)
     return SDPSolution(M_reduced=M, multipliers=multipliers, status=str(cvx_problem.status),
                        build_time=time.perf_counter() - start - solve_time, solve_time=solve_time)
+
+
+def svec_rows(S: np.ndarray) -> np.ndarray:
+    """``svec`` of each symmetric matrix of a stack (G, r, r); shape (G, r(r+1)/2)."""
+    a, b = np.triu_indices(S.shape[1])
+    return S[:, a, b]
 
 
 def _offsets(cspaces: ClusterSpaces) -> np.ndarray:
