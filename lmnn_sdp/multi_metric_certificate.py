@@ -211,17 +211,17 @@ def mm_complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, clus
     """Multipliers for candidate metrics (C, d, d) by complementary slackness.
 
     Triplets with margin above ``band`` get ``beta_g * mu``, one ``beta_g`` per group
-    ``(i, c(j), c(l))`` (``multi_metric_sdp.FixedGroups``), those below ``-band`` get 0 and
-    those within the band are free in [0, mu]; the dual SDP over the ``beta_g`` and
-    the free ones maximises the bound. Killable impostors of
-    singular clusters (``multi_metric_sdp``) get 0. Returns ``(triplets (T, 3),
-    multipliers (T,), n_free, solution)``; ``solution.M_reduced`` minimises the model
-    of ``multi_metric_generation`` (aggregated active sets)."""
+    ``(i, c(j), c(l))`` (``multi_metric_sdp.FixedGroups``), those below ``-band`` get 0
+    and those within the band are free in [0, mu]; the dual SDP over the ``beta_g``
+    and the free ones maximises the bound. Killable impostors of singular clusters
+    (``multi_metric_sdp``) get 0. Returns ``(triplets (T, 3), multipliers (T,),
+    n_free, solution)``; ``solution.M_reduced`` minimises the model of
+    ``multi_metric_generation`` (aggregated active sets)."""
     near = mm_active_triplets(problem, metrics, clusters, band=band)
     cspaces = cluster_spaces(reduced_pulls(problem, space, clusters))
     near = near[~killable(space, cspaces, clusters, near)]
     margins = mm_triplet_margins(problem, metrics, clusters, near)
-    active, free = near[margins > band], near[margins <= band]
+    active, free = near[margins > band], near[np.abs(margins) <= band]
     fixed = fixed_groups(space, clusters, active) if len(active) else None
     sol = solve_mm_dual(problem, space, clusters, free, solver, fixed=fixed,
                         solver_options=solver_options)
