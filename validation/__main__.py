@@ -1,10 +1,11 @@
-"""Command line: ``python -m validation [exact|crosscheck|corpus|peers|data] ...``.
+"""Command line: ``python -m validation [crosscheck|exact|corpus|peers|data] ...``.
 
-``exact`` (the default) solves and certifies LMNN on iris and wine;
-``crosscheck`` runs the fast solvers against the certified optimum;
-``corpus build`` / ``corpus check`` regenerate / re-verify the certified corpus;
-``peers`` certifies PyLMNN's and metric-learn's metrics (the ``peers`` extra);
-``data fetch`` / ``data list`` manage the real data sets (``validation.datasets``).
+``crosscheck`` (the default) runs the fast solvers against the certified
+optimum on the built-in instances; ``exact`` solves and certifies LMNN on iris
+and wine; ``corpus build`` / ``corpus check`` regenerate / re-verify the
+certified corpus; ``peers`` certifies PyLMNN's and metric-learn's metrics (the
+``peers`` extra); ``data fetch`` / ``data list`` manage the real data sets
+(``validation.datasets``).
 """
 
 from __future__ import annotations
@@ -20,16 +21,20 @@ from validation.instances import builtin_instances
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "data":
-        return datasets.main(argv[1:])
-    if argv and argv[0] == "corpus":
-        return corpus_main(argv[1:])
-    if argv and argv[0] == "crosscheck":
-        return crosscheck_main(argv[1:])
-    if argv and argv[0] == "peers":
-        return peers_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m validation", description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", default="exact", choices=["exact"])
+    commands = {"crosscheck": crosscheck_main, "exact": exact_main, "corpus": corpus_main,
+                "peers": peers_main, "data": datasets.main}
+    if argv and argv[0] in commands:
+        return commands[argv[0]](argv[1:])
+    if argv and not argv[0].startswith("-"):
+        print(f"python -m validation: unknown command {argv[0]!r}; choose one of "
+              f"{', '.join(commands)} (default crosscheck)", file=sys.stderr)
+        return 2
+    return crosscheck_main(argv)
+
+
+def exact_main(argv) -> int:
+    parser = argparse.ArgumentParser(prog="python -m validation exact",
+                                     description="Solve and certify exact LMNN on bundled data.")
     parser.add_argument("--data", nargs="+", default=["iris", "wine"], choices=sorted(datasets.BUNDLED))
     parser.add_argument("--full", action="store_true", help="also solve the full SDP over every triplet")
     parser.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])

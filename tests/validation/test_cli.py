@@ -1,4 +1,4 @@
-"""The command line: the main job certifies, the data subcommand is reachable."""
+"""The command line: the main job cross-checks, ``exact`` certifies, the others are reachable."""
 
 from __future__ import annotations
 
@@ -6,20 +6,32 @@ from validation.__main__ import main
 from validation.exact import certify_bundled, format_table
 
 
-def test_main_job_certifies_iris(capsys):
-    assert main(["--data", "iris"]) == 0
+def test_main_job_is_the_crosscheck(capsys):
+    assert main(["--instances", "rank-deficient", "class-of-k+1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 passed (tolerance 0.0001 relative)" in out
+    assert "48.37139799" in out  # the certified optimum of the rank-deficient instance
+
+
+def test_unknown_command_is_named(capsys):
+    assert main(["crosschek"]) == 2
+    assert "unknown command 'crosschek'" in capsys.readouterr().err
+
+
+def test_exact_certifies_iris(capsys):
+    assert main(["exact", "--data", "iris"]) == 0
     out = capsys.readouterr().out
     assert "all 2 solves certified" in out
     assert "226.7394142" in out  # the certified optimum of iris at k=3, mu=0.5
 
 
-def test_main_job_fails_loudly_when_not_certified(capsys, monkeypatch):
+def test_exact_fails_loudly_when_not_certified(capsys, monkeypatch):
     import validation.__main__ as cli
 
     rows = certify_bundled(["iris"], ["cutting-plane"])
     rows[0]["certified"] = False
     monkeypatch.setattr(cli, "certify_bundled", lambda *args, **kwargs: rows)
-    assert main(["--data", "iris"]) == 1
+    assert main(["exact", "--data", "iris"]) == 1
     assert "not certified to relative gap 1e-06: iris (cutting-plane)" in capsys.readouterr().out
 
 
