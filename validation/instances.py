@@ -41,7 +41,7 @@ def builtin_instances() -> list[Instance]:
     return suite
 
 
-def _subset(name: str, n: int, seed: int, pca: int | None = None):
+def bundled_subset(name: str, n: int, seed: int, pca: int | None = None):
     """``n`` rows of a bundled data set drawn without replacement, stratified by order."""
     X, y = load_bundled(name, pca=pca)
     rows = np.sort(np.random.default_rng(seed).choice(len(X), size=min(n, len(X)), replace=False))
@@ -61,7 +61,7 @@ def _real_subsets() -> list[Instance]:
     ]
     out = []
     for data, n, seed, pca, k, mu in specs:
-        X, y, source = _subset(data, n, seed, pca)
+        X, y, source = bundled_subset(data, n, seed, pca)
         name = f"{data}{'-pca' + str(pca) if pca else ''}-n{len(X)}-k{k}-mu{mu}"
         out.append(Instance(name, X, y, k, mu, source))
     return out
@@ -94,6 +94,15 @@ def zebra_stripes(n: int, stripes: int = 4, seed: int = 0) -> tuple[np.ndarray, 
     return X, stripe % 2
 
 
+def concentric_circles(per_circle: int = 9, outer_radius: float = 3.0) -> tuple:
+    """Fig. 7: two concentric circles, one class each, points at the same angles.
+
+    The outer points' nearest neighbours lie on the inner circle (1-NN error 50%)."""
+    angles = np.linspace(0, 2 * np.pi, per_circle, endpoint=False)
+    ring = np.column_stack([np.cos(angles), np.sin(angles)])
+    return np.vstack([ring, outer_radius * ring]), np.repeat([0, 1], per_circle)
+
+
 def _degenerate() -> list[Instance]:
     rng = np.random.default_rng(7)
     base = rng.normal(size=(15, 3))
@@ -101,7 +110,7 @@ def _degenerate() -> list[Instance]:
     rank_deficient = np.column_stack([base, base[:, 0] - base[:, 1], np.zeros(15)])
     small_class_X = np.vstack([rng.normal(size=(20, 2)), rng.normal(loc=1.0, size=(4, 2))])
     separated = np.vstack([rng.normal(scale=0.2, size=(12, 2)), rng.normal(loc=20, scale=0.2, size=(12, 2))])
-    digits_X, digits_y, source = _subset("digits", 150, 3, pca=5)
+    digits_X, digits_y, source = bundled_subset("digits", 150, 3, pca=5)
     return [
         Instance("duplicates-n30-k2-mu0.5", duplicated, np.tile(np.arange(15) % 3, 2), 2, 0.5,
                  "15 normal points, each twice"),

@@ -18,6 +18,7 @@ from lmnn_sdp.multi_metric_objective import (
     mm_triplet_margins,
 )
 from validation.datasets import load_bundled
+from validation.instances import concentric_circles
 
 
 def eq16(X, metrics, clusters, a, b) -> float:
@@ -203,15 +204,6 @@ def test_cluster_that_holds_no_target_neighbour_gets_an_infinite_metric():
     result = solve_mm_lmnn(p, clusters)
     assert result.certificate.certified and 2 in result.certificate.singular_clusters
     assert result.objective == pytest.approx(reference_optimum(p, clusters), rel=1e-6)
-
-
-def concentric_circles(per_circle: int = 9, outer_radius: float = 3.0) -> tuple:
-    """Fig. 7: two concentric circles, one class each, points at the same angles.
-
-    The outer points' nearest neighbours lie on the inner circle (1-NN error 50%)."""
-    angles = np.linspace(0, 2 * np.pi, per_circle, endpoint=False)
-    ring = np.column_stack([np.cos(angles), np.sin(angles)])
-    return np.vstack([ring, outer_radius * ring]), np.repeat([0, 1], per_circle)
 
 
 def test_fig7_leave_one_out_error_drops_with_three_metrics():
