@@ -114,8 +114,9 @@ def corpus_main(argv) -> int:
         print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
         return 0
     checked = certified_corpus.check(args.dir, tol=args.tol)
-    rows = [{"instance": c.name, "optimum": c.optimum, "recomputed": c.objective,
-             "lower_bound": c.lower_bound, "gap": c.relative_gap, "ok": c.ok} for c in checked]
+    rows = [{"instance": c.name, "problem": c.problem, "optimum": c.optimum,
+             "recomputed": c.objective, "bound": c.bound, "gap": c.relative_gap, "ok": c.ok}
+            for c in checked]
     print(format_table(rows, columns=tuple(rows[0])))
     failed = [c.name for c in checked if not c.ok]
     print(f"{len(checked) - len(failed)} of {len(checked)} certificates re-verified"
