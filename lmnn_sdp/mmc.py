@@ -120,7 +120,7 @@ _EPS = np.finfo(float).eps
 _SPAN_TOL = 1e-8  # relative size of a dissimilar difference outside range(Sigma)
 _PSD_TOL = 1e-8  # relative asymmetry / negative eigenvalue taken as rounding in a candidate
 _LOG_HALF = 0.5 + 0.5 * np.log(2.0)  # min over t > 0 of t - log(t) / 2
-_FLOORS = np.r_[0.0, np.logspace(-12, 0, 49)]  # tangent floors, relative to the largest root
+TANGENT_FLOORS = np.r_[0.0, np.logspace(-12, 0, 49)]  # tangent floors, relative to the largest root
 
 
 @dataclass(frozen=True, repr=False)
@@ -369,7 +369,7 @@ def _floored_bound(Uw: np.ndarray, roots: np.ndarray, diagonal: bool) -> float:
     if top == 0:
         return _bound_at(Uw, np.ones_like(roots), diagonal)
     return min(_bound_at(Uw, np.maximum(roots, floor * top), diagonal)
-               for floor in _FLOORS if floor > 0 or roots.min() > 0)
+               for floor in TANGENT_FLOORS if floor > 0 or roots.min() > 0)
 
 
 def _bound_at(Uw: np.ndarray, s: np.ndarray, diagonal: bool) -> float:

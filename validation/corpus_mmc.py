@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg
 
-from lmnn_sdp.mmc import label_pairs, solve_mmc
+from lmnn_sdp.mmc import TANGENT_FLOORS, label_pairs, solve_mmc
 from validation.corpus_lmnn import is_psd
 from validation.instances import bundled_subset
 
@@ -33,7 +33,6 @@ OBJECTIVE = ("f(A) = sum_{(i, j) dissimilar} sqrt((x_i-x_j)^T A (x_i-x_j)), maxi
 OBJECTIVE_DIAGONAL = OBJECTIVE.replace("A PSD", "A diagonal >= 0")
 STORED_MARGIN = 1e-9  # relative increase of the stored multiplier over the computed one
 ROUNDING = 1e-10  # relative margin the check demands between them
-FLOORS = np.r_[0.0, np.logspace(-12, 0, 49)]  # tangent floors, relative to the largest root
 
 
 @dataclass(frozen=True)
@@ -169,7 +168,7 @@ def _certificate(U: np.ndarray, V: np.ndarray, metric: np.ndarray, diagonal: boo
     M = metric / np.sum(_distances(V, metric))
     roots = np.sqrt(np.maximum(_distances(U, M), 0.0))
     best = None
-    for floor in FLOORS:
+    for floor in TANGENT_FLOORS:
         s = np.maximum(roots, floor * roots.max())
         if s.min() > 0:
             lam = smallest_multiplier(U, V, s, diagonal)
