@@ -33,9 +33,10 @@ class FastLMNNResult:
     n_active : int
         Triplets with a positive hinge at ``M``.
     working_set : ndarray of int, shape (T, 3)
-        The final working set as triplets ``(i, j, l)``: every triplet whose
-        hinge exceeds ``-band`` at ``M`` plus those accumulated on the way; a
-        warm start for ``lmnn_sdp``'s cutting-plane solve.
+        The final working set as triplets ``(i, j, l)`` whose hinge exceeds
+        ``-band`` at ``M``: every active triplet, and every triplet within
+        ``band`` of the margin for the points searched at ``M``; a warm start
+        for ``lmnn_sdp``'s constraint generation.
     converged : bool
         True only after a full verification pass found no violated triplet
         outside the working set and the stopping rule held.

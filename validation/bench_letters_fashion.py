@@ -22,9 +22,9 @@ the target-neighbour search, as PyLMNN's do.
 PyLMNN 1.6.4 does not run unmodified with current scikit-learn and SciPy: its
 package import needs ``six`` (install it) and ``GPyOpt`` (an optional tuner,
 replaced here by an empty stand-in module, never called), and ``fit`` passes a
-2-D ``x0`` to ``scipy.optimize.minimize``, which now raises; the subclass
-``_PyLMNNFlatStart`` returns the same initial transformation flattened. No
-installed file is edited.
+2-D ``x0`` to ``scipy.optimize.minimize``, which now raises; a subclass returns
+the same initial transformation flattened. Both shims are those of
+``validation.peers.import_pylmnn``; no installed file is edited.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import argparse
 import resource
 import sys
 import time
-import types
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
@@ -87,7 +86,13 @@ def letters_pylmnn() -> dict:
     from lmnn_sdp.problem import LMNNProblem
     from validation.datasets import letters_split
 
-    PyLMNN = _import_pylmnn()
+    from importlib.metadata import version
+
+    from validation.peers import import_pylmnn
+
+    PyLMNN = import_pylmnn()
+    if version("pylmnn") != PYLMNN_VERSION:
+        print(f"note: PyLMNN {version('pylmnn')} installed, benchmark written for {PYLMNN_VERSION}")
     X_train, y_train, X_test, y_test = letters_split()
     tic = time.perf_counter()
     model = PyLMNN(n_neighbors=3).fit(X_train, y_train)
@@ -164,28 +169,6 @@ def _print_fashion(r) -> None:
 
 
 # -- helpers ------------------------------------------------------------------
-def _import_pylmnn():
-    """PyLMNN 1.6.4 with the two documented shims; raises ImportError if absent."""
-    sys.modules.setdefault("GPyOpt", types.ModuleType("GPyOpt"))
-    methods = types.ModuleType("GPyOpt.methods")
-    methods.BayesianOptimization = None  # only pylmnn.bayesopt's tuner would use it
-    sys.modules.setdefault("GPyOpt.methods", methods)
-    from importlib.metadata import version
-
-    import pylmnn
-
-    if version("pylmnn") != PYLMNN_VERSION:
-        print(f"note: PyLMNN {version('pylmnn')} installed, benchmark written for {PYLMNN_VERSION}")
-
-    class _PyLMNNFlatStart(pylmnn.LargeMarginNearestNeighbor):
-        """Flattened x0 for scipy.optimize.minimize; otherwise PyLMNN unchanged."""
-
-        def _initialize(self, X, init):
-            return super()._initialize(X, init).ravel()
-
-    return _PyLMNNFlatStart
-
-
 def _in_fresh_process(function, *args):
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(function, *args).result()

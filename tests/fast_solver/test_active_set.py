@@ -35,10 +35,11 @@ def test_result_reports_exact_objective_and_active_set(iris, unpolished):
 
 def test_working_set_holds_every_triplet_near_the_margin(iris, unpolished):
     ws = {tuple(t) for t in unpolished.working_set}
-    near = iris.active_triplets(unpolished.M, band=0.5)
-    assert all(tuple(t) in ws for t in near)
+    assert all(tuple(t) in ws for t in iris.active_triplets(unpolished.M))
+    near = iris.active_triplets(unpolished.M, band=0.4)  # the default band is 0.5
+    assert np.mean([tuple(t) in ws for t in near]) > 0.9
     margins = iris.triplet_margins(unpolished.M, unpolished.working_set)
-    assert margins.min() > -1.0
+    assert margins.min() > -0.5
 
 
 def test_polishing_lowers_the_objective_to_the_optimum(iris, unpolished):
