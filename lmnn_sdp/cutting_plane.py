@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from lmnn_sdp.formulation import best_scaled_identity, reduced_space
 from lmnn_sdp.lmnn import SDPResult, certified_result, solve_dual_formulation, solve_primal
-from lmnn_sdp.problem import LMNNProblem, _check_triplets
+from lmnn_sdp.problem import LMNNProblem, check_triplets
 
 
 FORMULATIONS = {"dual": solve_dual_formulation, "primal": solve_primal}
@@ -85,7 +85,7 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
     space = reduced_space(problem)
     if working_set is None:
         working_set = problem.active_triplets(best_scaled_identity(problem, space), band=add_band)
-    working = _unique_rows(_check_triplets(working_set, problem.n_samples))
+    working = unique_rows(check_triplets(working_set, problem.n_samples))
     rounds, build, solve = [], 0.0, 0.0
     bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
     for _ in range(max_rounds):
@@ -94,7 +94,7 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
         build, solve = build + solution.build_time, solve + solution.solve_time
         result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
         found = problem.active_triplets(result.M, band=add_band)
-        fresh = _new_rows(found, working)
+        fresh = new_rows(found, working)
         violated = int(np.sum(problem.triplet_margins(result.M, fresh) > 0)) if len(fresh) else 0
         rounds.append(Round(len(working), len(fresh), violated, result.objective,
                             result.lower_bound, result.relative_gap, solution.status,
@@ -118,16 +118,17 @@ def _still_useful(problem: LMNNProblem, result: SDPResult, drop_band: float | No
     return result.triplets[keep]
 
 
-def _unique_rows(triplets: np.ndarray) -> np.ndarray:
+def unique_rows(triplets: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``triplets`` (T, 3), sorted."""
     return np.unique(triplets, axis=0) if len(triplets) else triplets.reshape(0, 3)
 
 
-def _new_rows(candidates: np.ndarray, known: np.ndarray) -> np.ndarray:
+def new_rows(candidates: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Rows of ``candidates`` (T, 3) not in ``known`` (K, 3)."""
     if not len(candidates):
         return candidates
     if not len(known):
-        return _unique_rows(candidates)
+        return unique_rows(candidates)
     n = int(max(candidates.max(), known.max())) + 1
     key = lambda t: (t[:, 0].astype(np.int64) * n + t[:, 1]) * n + t[:, 2]  # noqa: E731
     return candidates[~np.isin(key(candidates), key(known))]

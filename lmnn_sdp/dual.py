@@ -93,7 +93,7 @@ def solve_dual(space: ReducedSpace, mu: float, pull: np.ndarray, triplets: np.nd
     M_r = psd.dual_value if psd.dual_value is not None else np.full((space.rank,) * 2, np.nan)
     return SDPSolution(
         M_reduced=(M_r + M_r.T) / 2,
-        multipliers=_value(lam, len(triplets)),
+        multipliers=variable_value(lam, len(triplets)),
         status=str(problem.status),
         build_time=total - solve_time,
         solve_time=solve_time,
@@ -121,7 +121,8 @@ def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, M: np.n
     return np.concatenate([active, free]), multipliers, len(free)
 
 
-def _value(variable, size: int) -> np.ndarray:
+def variable_value(variable, size: int) -> np.ndarray:
+    """A cvxpy variable's value as a flat array (size,): zeros for no variable, NaN if unsolved."""
     if variable is None:
         return np.zeros(size)
     if variable.value is None:

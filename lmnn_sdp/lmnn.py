@@ -82,7 +82,7 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
     further options); ``method="aggregated"`` keeps only the triplets near the
     margin in the SDP (``aggregated.solve_aggregated``, options such as
     ``start`` and ``band``)."""
-    solver = _check_solver(solver)
+    solver = check_solver(solver)
     if method == "cutting-plane":
         from lmnn_sdp.cutting_plane import solve_cutting_plane
         return solve_cutting_plane(problem, solver, working_set=working_set, tol=tol,
@@ -103,7 +103,7 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
 def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: float = 1e-6,
                     solver_options: dict | None = None) -> SDPResult:
     """Solve the dual SDP (``dual``) over every triplet; ``M`` is its PSD constraint's dual."""
-    solver = _check_solver(solver)
+    solver = check_solver(solver)
     space = reduced_space(problem)
     triplets = problem.all_triplets()
     solution = solve_dual_formulation(problem, space, triplets, solver, solver_options)
@@ -133,7 +133,7 @@ def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray
         M_r = np.full((r, r), np.nan)
     else:
         M_r = (svec_to_matrix(r) @ m.value).reshape(r, r)
-    multipliers = np.zeros(0) if margins is None else _dual_or_nan(margins, len(triplets))
+    multipliers = np.zeros(0) if margins is None else dual_or_nan(margins, len(triplets))
     return SDPSolution(M_r, multipliers, str(cvx_problem.status), total - solve_time, solve_time)
 
 
@@ -184,13 +184,15 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSol
                      solve_time=solution.solve_time, rounds=rounds or [])
 
 
-def _check_solver(solver: str) -> str:
+def check_solver(solver: str) -> str:
+    """The solver's name in upper case; a clear error unless it is one of ``SOLVERS``."""
     if not isinstance(solver, str) or solver.upper() not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}.")
     return solver.upper()
 
 
-def _dual_or_nan(constraint, size: int) -> np.ndarray:
+def dual_or_nan(constraint, size: int) -> np.ndarray:
+    """A cvxpy constraint's dual value as a flat array (size,), NaN when the solver gave none."""
     if constraint.dual_value is None:
         return np.full(size, np.nan)
     return np.asarray(constraint.dual_value, dtype=float).reshape(size)

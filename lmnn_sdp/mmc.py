@@ -113,8 +113,8 @@ import cvxpy as cp
 import numpy as np
 
 from lmnn_sdp.certificate import relative_gap
-from lmnn_sdp.lmnn import _check_solver
-from lmnn_sdp.problem import _check_inputs, _check_labels
+from lmnn_sdp.lmnn import check_solver
+from lmnn_sdp.problem import check_inputs, check_labels
 
 _EPS = np.finfo(float).eps
 _SPAN_TOL = 1e-8  # relative size of a dissimilar difference outside range(Sigma)
@@ -246,7 +246,7 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
         The solver failed without returning a point.
     """
     start = time.perf_counter()
-    tol, solver = _check_tol(tol), _check_solver(solver)
+    tol, solver = _check_tol(tol), check_solver(solver)
     similar_diff, dissimilar_diff = _differences(X, y, similar, dissimilar)
     W, defect = _whitening(similar_diff, dissimilar_diff, diagonal)
     program, B, hypograph = _program(dissimilar_diff @ W, diagonal)
@@ -304,7 +304,7 @@ def label_pairs(y) -> tuple[np.ndarray, np.ndarray]:
 
 def pair_distances(X, pairs, metric) -> np.ndarray:
     """``D_A(x_i, x_j) = (x_i - x_j)^T A (x_i - x_j)`` for pairs (P, 2); shape (P,)."""
-    X = _check_inputs(X)
+    X = check_inputs(X)
     metric = np.asarray(metric, dtype=float)
     d = X.shape[1]
     if metric.shape != (d, d):
@@ -465,11 +465,11 @@ def _run(program: cp.Problem, solver: str, options: dict) -> str:
 # -- validation ----------------------------------------------------------------
 def _differences(X, y, similar, dissimilar) -> tuple[np.ndarray, np.ndarray]:
     """Checked differences ``v_q`` (S, d) and ``u_p`` (P, d), from labels or explicit pairs."""
-    X = _check_inputs(X)
+    X = check_inputs(X)
     if y is not None:
         if similar is not None or dissimilar is not None:
             raise ValueError("give either y or explicit similar/dissimilar pairs, not both.")
-        similar, dissimilar = label_pairs(_check_labels(y, len(X)))
+        similar, dissimilar = label_pairs(check_labels(y, len(X)))
         if len(similar) == 0:
             raise ValueError("y gives no similar pairs: every label occurs once. MMC needs "
                              "at least one pair of points with the same label.")

@@ -50,7 +50,7 @@ import numpy as np
 
 from lmnn_sdp.dual import SDPSolution
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
-from lmnn_sdp.lmnn import SDPResult, _check_solver
+from lmnn_sdp.lmnn import SDPResult, check_solver
 from lmnn_sdp.multi_metric_certificate import certify_mm
 from lmnn_sdp.multi_metric_objective import check_clusters
 from lmnn_sdp.multi_metric_sdp import push_out_of_null_spaces, solve_mm_dual, solve_mm_primal
@@ -100,7 +100,7 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
     -------
     MMResult
     """
-    solver = _check_solver(solver)
+    solver = check_solver(solver)
     clusters = check_clusters(problem, clusters)
     if method in ("cutting-plane", "aggregated"):
         from lmnn_sdp import multi_metric_generation as generation

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from lmnn_sdp.aggregated import AggregatedRound
 from lmnn_sdp.certificate import relative_gap
-from lmnn_sdp.cutting_plane import Round, _new_rows, _unique_rows, best_scaled_identity
+from lmnn_sdp.cutting_plane import Round, new_rows, unique_rows, best_scaled_identity
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
 from lmnn_sdp.multi_metric import MMResult, formulation_solver, lift_psd, mm_certified_result
 from lmnn_sdp.multi_metric_certificate import (
@@ -52,7 +52,7 @@ from lmnn_sdp.multi_metric_certificate import (
 )
 from lmnn_sdp.multi_metric_objective import mm_active_triplets, mm_objective, mm_triplet_margins
 from lmnn_sdp.multi_metric_sdp import push_out_of_null_spaces
-from lmnn_sdp.problem import LMNNProblem, _check_triplets
+from lmnn_sdp.problem import LMNNProblem, check_triplets
 
 
 def mm_cutting_plane(problem: LMNNProblem, clusters: np.ndarray, solver: str = "CLARABEL", *,
@@ -70,7 +70,7 @@ def mm_cutting_plane(problem: LMNNProblem, clusters: np.ndarray, solver: str = "
     if working_set is None:
         metrics = starting_metrics(problem, space, clusters, start)
         working_set = mm_active_triplets(problem, metrics, clusters, band=add_band)
-    working = _unique_rows(_check_triplets(working_set, problem.n_samples))
+    working = unique_rows(check_triplets(working_set, problem.n_samples))
     rounds, build, solve_time = [], 0.0, 0.0
     bar = tqdm(total=max_rounds, desc="multi-metric cutting plane", disable=not progress,
                leave=False)
@@ -80,7 +80,7 @@ def mm_cutting_plane(problem: LMNNProblem, clusters: np.ndarray, solver: str = "
         build, solve_time = build + solution.build_time, solve_time + solution.solve_time
         result = mm_certified_result(problem, space, clusters, solution, working, solver,
                                      "cutting-plane", tol)
-        fresh = _new_rows(mm_active_triplets(problem, result.M, clusters, band=add_band), working)
+        fresh = new_rows(mm_active_triplets(problem, result.M, clusters, band=add_band), working)
         violated = int(np.sum(mm_triplet_margins(problem, result.M, clusters, fresh) > 0))
         rounds.append(Round(len(working), len(fresh), violated, result.objective,
                             result.lower_bound, result.relative_gap, solution.status,

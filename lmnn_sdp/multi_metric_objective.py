@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from lmnn_sdp.problem import _BLOCK_BYTES, LMNNProblem, _check_triplets
+from lmnn_sdp.problem import BLOCK_BYTES, LMNNProblem, check_triplets
 
 
 def mm_objective(problem: LMNNProblem, metrics, clusters=None) -> float:
@@ -88,7 +88,7 @@ def mm_triplet_margins(problem: LMNNProblem, metrics, clusters, triplets) -> np.
     """``1 + D^(x_i, x_j) - D^(x_i, x_l)`` for triplets (T, 3); shape (T,)."""
     clusters = check_clusters(problem, clusters)
     metrics = check_metrics(problem, metrics, clusters)
-    t = _check_triplets(triplets, problem.n_samples)
+    t = check_triplets(triplets, problem.n_samples)
     return (1.0 + mm_pair_distances(problem, metrics, clusters, t[:, 0], t[:, 1])
             - mm_pair_distances(problem, metrics, clusters, t[:, 0], t[:, 2]))
 
@@ -144,7 +144,7 @@ def cluster_triplet_scatter(problem: LMNNProblem, clusters: np.ndarray, triplets
     """``Q_c = sum_t w_t (C_il [c(l)=c] - C_ij [c(j)=c])`` for every cluster, shape (C, d, d).
 
     The matrices the multipliers act on in the dual of sec. 5.2 (``multi_metric``)."""
-    t = _check_triplets(triplets, problem.n_samples)
+    t = check_triplets(triplets, problem.n_samples)
     w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(t),):
         raise ValueError(f"weights must have shape ({len(t)},), got {w.shape}.")
@@ -205,7 +205,7 @@ def _hinge_blocks(problem: LMNNProblem, metrics: np.ndarray,
     own = sq[clusters, np.arange(n)]  # x_l^T M_{c(l)} x_l
     members = [np.flatnonzero(clusters == c) for c in range(len(metrics))]
     target_d = mm_target_distances(problem, metrics, clusters)
-    block = max(1, _BLOCK_BYTES // (8 * n * (problem.k + 1)))
+    block = max(1, BLOCK_BYTES // (8 * n * (problem.k + 1)))
     for start in range(0, n, block):
         rows = np.arange(start, min(start + block, n))
         D = np.empty((len(rows), n))

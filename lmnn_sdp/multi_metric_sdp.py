@@ -40,7 +40,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from lmnn_sdp.dual import SDPSolution, _value
+from lmnn_sdp.dual import SDPSolution, variable_value
 from lmnn_sdp.formulation import (
     ReducedSpace,
     pair_outer_svec,
@@ -48,9 +48,9 @@ from lmnn_sdp.formulation import (
     svec_to_matrix,
     svec_weights,
 )
-from lmnn_sdp.lmnn import _dual_or_nan
+from lmnn_sdp.lmnn import dual_or_nan
 from lmnn_sdp.multi_metric_objective import cluster_pull_matrices, mm_target_distances
-from lmnn_sdp.problem import _BLOCK_BYTES, LMNNProblem
+from lmnn_sdp.problem import BLOCK_BYTES, LMNNProblem
 
 _KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
 
@@ -264,7 +264,7 @@ def solve_mm_primal(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndar
         restricted = [_unpack(m.value, offsets, c, r) for c, r in enumerate(sizes)]
     multipliers = np.zeros(len(triplets))
     if margins is not None:
-        multipliers[keep] = _dual_or_nan(margins, int(keep.sum()))
+        multipliers[keep] = dual_or_nan(margins, int(keep.sum()))
     return _solution(cvx_problem, cspaces.expand(restricted), multipliers, start)
 
 
@@ -287,9 +287,9 @@ def solve_mm_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarra
     restricted = [np.zeros((0, 0)) if con is None else
                   np.full(con.args[0].shape, np.nan) if con.dual_value is None else
                   (con.dual_value + con.dual_value.T) / 2 for con in psd]
-    multipliers[keep] = _value(lam, int(keep.sum()))
+    multipliers[keep] = variable_value(lam, int(keep.sum()))
     solution = _solution(cvx_problem, cspaces.expand(restricted), multipliers, start)
-    solution.beta = _value(beta, 0 if fixed is None else len(fixed.sizes))
+    solution.beta = variable_value(beta, 0 if fixed is None else len(fixed.sizes))
     return solution
 
 
@@ -326,7 +326,7 @@ def _null_scale(problem, space, clusters, metrics, c, N) -> float:
     Xc, Y = problem.X_centered, space.inputs @ N  # (n, d), (n, r - r_c)
     worst_target = mm_target_distances(problem, metrics, clusters).max(axis=1)  # (n,)
     codes, members = problem.label_codes, np.flatnonzero(clusters == c)
-    block = max(1, _BLOCK_BYTES // (16 * problem.n_samples * (Xc.shape[1] + space.rank)))
+    block = max(1, BLOCK_BYTES // (16 * problem.n_samples * (Xc.shape[1] + space.rank)))
     t = 0.0
     for start in range(0, len(members), block):
         ls = members[start:start + block]

@@ -23,7 +23,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
-_BLOCK_BYTES = 64 * 2**20  # memory budget of one block of pairwise distances
+BLOCK_BYTES = 64 * 2**20  # memory budget of one block of pairwise distances
 
 
 class LMNNProblem:
@@ -46,9 +46,9 @@ class LMNNProblem:
     """
 
     def __init__(self, X, y, k: int | None = None, mu: float = 0.5, targets=None):
-        self.X = _readonly(_check_inputs(X))
+        self.X = _readonly(check_inputs(X))
         self.n_samples, self.n_features = self.X.shape
-        self.y = _readonly(_check_labels(y, self.n_samples))
+        self.y = _readonly(check_labels(y, self.n_samples))
         self.classes, codes = np.unique(self.y, return_inverse=True)
         self.label_codes = _readonly(codes.astype(np.intp))
         if len(self.classes) < 2:
@@ -115,7 +115,7 @@ class LMNNProblem:
 
         Computed from difference vectors (no Gram-matrix cancellation)."""
         M = self.check_metric(M)
-        t = _check_triplets(triplets, self.n_samples)
+        t = check_triplets(triplets, self.n_samples)
         Xc = self._Xc
         out = np.empty(len(t))
         for start in range(0, len(t), 65536):
@@ -178,7 +178,7 @@ class LMNNProblem:
         """``sum_t w_t (C_il - C_ij)`` over triplets (T, 3), shape (d, d).
 
         This is the matrix the multipliers of the dual act on (DESIGN.md)."""
-        t = _check_triplets(triplets, self.n_samples)
+        t = check_triplets(triplets, self.n_samples)
         w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
         if w.shape != (len(t),):
             raise ValueError(f"weights must have shape ({len(t)},), got {w.shape}.")
@@ -205,7 +205,7 @@ class LMNNProblem:
         sq = np.einsum("nd,nd->n", XM, Xc)
         target_d = self.target_distances(M)
         n = self.n_samples
-        block = max(1, _BLOCK_BYTES // (8 * n * (self.k + 1)))
+        block = max(1, BLOCK_BYTES // (8 * n * (self.k + 1)))
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
             D = sq[rows, None] + sq[None, :] - 2.0 * (XM[rows] @ Xc.T)
@@ -225,7 +225,7 @@ def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     sq = np.einsum("nd,nd->n", Xc, Xc)
     for c in np.unique(codes):
         members = np.flatnonzero(codes == c)
-        block = max(1, _BLOCK_BYTES // (8 * len(members)))
+        block = max(1, BLOCK_BYTES // (8 * len(members)))
         for start in range(0, len(members), block):
             rows = members[start:start + block]
             D = sq[rows, None] + sq[None, members] - 2.0 * (Xc[rows] @ Xc[members].T)
@@ -251,7 +251,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _check_inputs(X) -> np.ndarray:
+def check_inputs(X) -> np.ndarray:
+    """``X`` as a finite float array (n, d), or an error naming the fix."""
     if isinstance(X, np.ndarray) and X.dtype == object:
         raise TypeError("X must be an array of real numbers, got dtype=object.")
     try:
@@ -268,7 +269,8 @@ def _check_inputs(X) -> np.ndarray:
     return X
 
 
-def _check_labels(y, n: int) -> np.ndarray:
+def check_labels(y, n: int) -> np.ndarray:
+    """``y`` as an array (n,) of labels, or an error naming the fix."""
     y = np.array(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D of shape (n_samples,), got shape {y.shape}.")
@@ -328,7 +330,8 @@ def _check_targets(targets, codes: np.ndarray, k) -> np.ndarray:
     return t
 
 
-def _check_triplets(triplets, n: int) -> np.ndarray:
+def check_triplets(triplets, n: int) -> np.ndarray:
+    """``triplets`` as ints (T, 3) indexing ``n`` points, or an error naming the fix."""
     t = np.asarray(triplets)
     if t.ndim != 2 or t.shape[1] != 3:
         raise ValueError(f"triplets must have shape (T, 3) with columns (i, j, l), got {t.shape}.")

@@ -68,7 +68,7 @@ def test_objective_is_blockwise(monkeypatch):
     p = random_problem(6, n=30)
     M = random_psd(np.random.default_rng(6), 3)
     whole = p.objective(M)
-    monkeypatch.setattr(problem_module, "_BLOCK_BYTES", 8)  # one row per block
+    monkeypatch.setattr(problem_module, "BLOCK_BYTES", 8)  # one row per block
     assert p.objective(M) == pytest.approx(whole, rel=1e-12)
     assert len(p.active_triplets(M)) == int(np.sum(p.triplet_margins(M, p.all_triplets()) > 0))
 
