@@ -96,18 +96,24 @@ def relative_gap(upper: float, lower: float) -> float:
     return (upper - lower) / upper if upper > 0 else np.inf
 
 
+def boxed_multipliers(multipliers, n_triplets: int, mu: float) -> np.ndarray:
+    """Multipliers (T,) clipped into the box ``[0, mu]`` (part of dual feasibility);
+    a clear error for a wrong shape or non-finite entries."""
+    lam = np.asarray(multipliers, dtype=float)
+    if lam.shape != (n_triplets,):
+        raise ValueError(f"multipliers must have shape ({n_triplets},), got {lam.shape}.")
+    if not np.all(np.isfinite(lam)):
+        raise ValueError("multipliers contain NaN or infinity (did the solver fail?).")
+    return np.clip(lam, 0.0, mu)
+
+
 def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
                      space: ReducedSpace | None = None) -> tuple[float, float, float]:
     """Rigorous lower bound from multipliers on triplets (T, 3).
 
     Returns ``(lower, alpha, min_eig_dual)``; see the module docstring."""
     space = space or reduced_space(problem)
-    lam = np.asarray(multipliers, dtype=float)
-    if lam.shape != (len(triplets),):
-        raise ValueError(f"multipliers must have shape ({len(triplets)},), got {lam.shape}.")
-    if not np.all(np.isfinite(lam)):
-        raise ValueError("multipliers contain NaN or infinity (did the solver fail?).")
-    lam = np.clip(lam, 0.0, problem.mu)  # the box is part of dual feasibility
+    lam = boxed_multipliers(multipliers, len(triplets), problem.mu)
     A = (1.0 - problem.mu) * space.matrix(problem.pull_matrix())
     if lam.sum() == 0:
         return 0.0, 1.0, float(np.linalg.eigvalsh(A)[0])
@@ -121,7 +127,7 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     alpha = largest_feasible_scale(A, Q, shift)
     min_eig = float(np.linalg.eigvalsh(A - alpha * Q)[0])
     if min_eig < shift:  # the closed form was not accurate enough: bisect
-        alpha = _bisect_scale(A, Q, shift, hi=alpha)
+        alpha = bisect_feasible_scale(A, Q, shift, hi=alpha)
         min_eig = float(np.linalg.eigvalsh(A - alpha * Q)[0])
     return float(alpha * lam.sum()), float(alpha), min_eig
 
@@ -130,12 +136,12 @@ def largest_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float = 0.0) -> 
     """Largest ``alpha`` in [0, 1] with ``A - alpha Q - shift I`` PSD; A, Q of shape (r, r)."""
     A_shifted = A - shift * np.eye(len(A))
     if np.linalg.eigvalsh(A_shifted)[0] <= 0:
-        return _bisect_scale(A, Q, shift, hi=1.0)
+        return bisect_feasible_scale(A, Q, shift, hi=1.0)
     theta = scipy.linalg.eigh(Q, A_shifted, eigvals_only=True)[-1]
     return 1.0 if theta <= 1.0 else float(1.0 / theta)
 
 
-def _bisect_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
+def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
     """Bisection for ``largest_feasible_scale`` below ``hi`` (60 halvings)."""
     def feasible(alpha: float) -> bool:
         return np.linalg.eigvalsh(A - alpha * Q)[0] >= shift

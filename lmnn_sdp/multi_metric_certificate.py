@@ -39,9 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.certificate import (
-    _EPS,
     Certificate,
-    _bisect_scale,
+    bisect_feasible_scale,
+    boxed_multipliers,
     check_candidate_metric,
     largest_feasible_scale,
     relative_gap,
@@ -162,12 +162,7 @@ def mm_dual_lower_bound(problem: LMNNProblem, clusters: np.ndarray, triplets, mu
     """Rigorous lower bound on the optimum of sec. 5.2 from multipliers on triplets (T, 3)."""
     space = space or reduced_space(problem)
     t = np.asarray(triplets, dtype=np.intp).reshape(-1, 3)
-    lam = np.asarray(multipliers, dtype=float)
-    if lam.shape != (len(t),):
-        raise ValueError(f"multipliers must have shape ({len(t)},), got {lam.shape}.")
-    if not np.all(np.isfinite(lam)):
-        raise ValueError("multipliers contain NaN or infinity (did the solver fail?).")
-    lam = np.clip(lam, 0.0, problem.mu)  # the box is part of dual feasibility
+    lam = boxed_multipliers(multipliers, len(t), problem.mu)
     A = (1.0 - problem.mu) * reduced_pulls(problem, space, clusters)
     shift = _rounding_allowance(problem, space, clusters, t, lam, A)
     singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
@@ -179,7 +174,7 @@ def mm_dual_lower_bound(problem: LMNNProblem, clusters: np.ndarray, triplets, mu
     alpha = min((largest_feasible_scale(A[c], Q[c], shift[c]) for c in checked), default=1.0)
     while alpha > 0 and (failing := [c for c in checked
                                      if np.linalg.eigvalsh(A[c] - alpha * Q[c])[0] < shift[c]]):
-        alpha = min(_bisect_scale(A[c], Q[c], shift[c], hi=alpha) for c in failing)
+        alpha = min(bisect_feasible_scale(A[c], Q[c], shift[c], hi=alpha) for c in failing)
     min_eig = min(float(np.linalg.eigvalsh(A[c] - alpha * Q[c])[0]) for c in range(len(A)))
     return DualBound(lower=float(alpha * lam.sum()), alpha=float(alpha), min_eig_dual=min_eig,
                      singular_clusters=tuple(singular), n_dropped=int(drop.sum()))
@@ -194,7 +189,7 @@ def _rounding_allowance(problem: LMNNProblem, space: ReducedSpace, clusters: np.
     C = len(A)
     weight = (np.bincount(clusters[t[:, 1]], weights=target, minlength=C)
               + np.bincount(clusters[t[:, 2]], weights=impostor, minlength=C))
-    factor = 8 * (2 * problem.n_samples + space.rank + problem.k) * _EPS
+    factor = 8 * (2 * problem.n_samples + space.rank + problem.k) * np.finfo(float).eps
     return factor * (np.linalg.norm(A, axis=(1, 2)) + weight)
 
 
