@@ -20,6 +20,7 @@ import numpy as np
 import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from validation.datasets import load_letters
+from validation.exact import certify_growing
 
 
 def certify_subset(X: np.ndarray, y: np.ndarray, n: int, method: str, solver: str,
@@ -61,17 +62,9 @@ def main(argv=None) -> None:
     X, y = load_letters()
     header = ("method", "n", "triplets", "seconds", "fast_seconds", "rounds", "sdp_triplets", "active", "objective",
               "lower", "gap", "certified", "status")
-    print(" | ".join(header))
-    largest = None
-    for n in args.sizes:
-        row = certify_subset(X, y, n, args.method, args.solver, args.tol, args.warm_start)
-        print(" | ".join(_fmt(row[h]) for h in header), flush=True)
-        if row["seconds"] > args.budget:
-            print(f"n={n} took longer than the budget of {args.budget:.0f} s; stopping.")
-            break
-        if row["certified"]:
-            largest = n
-    print(f"largest n certified (gap <= {args.tol:g}) within {args.budget:.0f} s: {largest}")
+    certify_growing(args.sizes, lambda n: certify_subset(X, y, n, args.method, args.solver, args.tol,
+                                                        args.warm_start),
+                    header, args.budget, args.tol, _fmt)
 
 
 def _fmt(value) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.multi_metric import solve_mm_lmnn
 from validation.datasets import load_bundled, load_letters
+from validation.exact import certify_growing
 
 COLUMNS = ("data", "n", "triplets", "method", "seconds", "rounds", "sdp_triplets", "objective",
            "lower", "gap", "certified", "singular", "status")
@@ -61,18 +62,9 @@ def bundled(args) -> None:
 def letters(args) -> None:
     """Growing subsets of Letter Recognition until one exceeds the budget."""
     X, y = load_letters()
-    print(" | ".join(COLUMNS))
-    largest = None
-    for n in args.sizes:
-        row = solve_row(LMNNProblem(X[:n], y[:n], k=3, mu=0.5), "letters", args.method,
-                        args.solver, args.tol)
-        print(" | ".join(_fmt(row[c]) for c in COLUMNS), flush=True)
-        if row["seconds"] > args.budget:
-            print(f"n={n} took longer than the budget of {args.budget:.0f} s; stopping.")
-            break
-        if row["certified"]:
-            largest = n
-    print(f"largest n certified (gap <= {args.tol:g}) within {args.budget:.0f} s: {largest}")
+    certify_growing(args.sizes, lambda n: solve_row(LMNNProblem(X[:n], y[:n], k=3, mu=0.5), "letters",
+                                                    args.method, args.solver, args.tol),
+                    COLUMNS, args.budget, args.tol, _fmt)
 
 
 def main(argv=None) -> None:
