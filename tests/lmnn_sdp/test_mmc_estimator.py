@@ -1,0 +1,45 @@
+"""The scikit-learn MMC transformer: API conformance and agreement with solve_mmc."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.utils.estimator_checks import check_estimator
+
+from lmnn_sdp import MMC, solve_mmc
+
+
+def test_passes_check_estimator():
+    results = check_estimator(MMC(), on_fail=None)
+    assert [r["check_name"] for r in results if r["status"] == "failed"] == []
+    assert sum(r["status"] == "passed" for r in results) >= 40
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_fit_is_the_certified_solve_and_transform_is_l(diagonal):
+    X, y = load_iris(return_X_y=True)
+    model = MMC(diagonal=diagonal).fit(X, y)
+    reference = solve_mmc(X, y, diagonal=diagonal)
+    assert model.certificate_.certified
+    assert model.certificate_.objective == pytest.approx(reference.objective, rel=1e-8)
+    np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_,
+                               atol=1e-9 * np.abs(model.metric_).max())
+    eigenvalues = np.linalg.norm(model.components_, axis=1) ** 2
+    assert np.all(np.diff(eigenvalues) <= 1e-12 * eigenvalues[0])  # decreasing order
+    Z = model.transform(X[:5])
+    D = np.sum((Z[0] - Z[1]) ** 2)
+    assert D == pytest.approx((X[0] - X[1]) @ model.metric_ @ (X[0] - X[1]), rel=1e-9)
+
+
+def test_one_class_has_no_dissimilar_pairs():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="dissimilar"):
+        MMC().fit(X, np.zeros(10, dtype=int))
+
+
+def test_transform_checks_the_number_of_features():
+    X, y = load_iris(return_X_y=True)
+    model = MMC(diagonal=True).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(X[:, :3])
