@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fast_solver.active_set import IterationInfo, solve
 from fast_solver.impostors import SEARCH_METHODS
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.problem import LMNNProblem, metric_components
 
 
 class LMNN(TransformerMixin, BaseEstimator):
@@ -105,9 +105,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
                        tol=self.tol, search=self.search, polish=self.polish,
                        callback=_ProgressTable(self.verbose) if self.verbose else None)
-        eigenvalues, V = np.linalg.eigh(result.M)
-        order = np.argsort(eigenvalues)[::-1]
-        self.components_ = (V[:, order] * np.sqrt(np.maximum(eigenvalues[order], 0.0))).T
+        self.components_ = metric_components(result.M)
         self.metric_ = result.M
         self.objective_ = result.objective
         self.n_iter_ = result.n_iter

@@ -86,16 +86,37 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
     if working_set is None:
         working_set = problem.active_triplets(best_scaled_identity(problem, space), band=add_band)
     working = unique_rows(check_triplets(working_set, problem.n_samples))
+
+    def solve_round(triplets):
+        solution = FORMULATIONS[formulation](problem, space, triplets, solver, solver_options)
+        return solution, certified_result(problem, space, solution, triplets, solver,
+                                          "cutting-plane", tol)
+
+    return generate_constraints(
+        working, solve_round, lambda M: problem.active_triplets(M, band=add_band),
+        problem.triplet_margins, problem.mu, drop_band, max_rounds, "cutting plane", progress)
+
+
+def generate_constraints(working: np.ndarray, solve_round, search, margins, mu: float,
+                         drop_band: float | None, max_rounds: int, desc: str,
+                         progress: bool):
+    """The cutting-plane loop, for one metric or several (``multi_metric_generation``).
+
+    ``solve_round(working)`` solves and certifies the SDP on the triplets
+    ``working`` (T, 3) and returns ``(solution, result)``; ``search(M)`` gives
+    every triplet within the add band at the metric(s) ``M``, ``margins(M, t)``
+    their margins (T,). Each round adds the triplets found outside the working
+    set and drops those with a zero multiplier and a margin below ``-drop_band``
+    (``None`` keeps all); it stops when none outside is violated (the restricted
+    optimum is then the full one) or after ``max_rounds``."""
     rounds, build, solve = [], 0.0, 0.0
-    bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
+    bar = tqdm(total=max_rounds, desc=desc, disable=not progress, leave=False)
     for _ in range(max_rounds):
         start = time.perf_counter()
-        solution = FORMULATIONS[formulation](problem, space, working, solver, solver_options)
+        solution, result = solve_round(working)
         build, solve = build + solution.build_time, solve + solution.solve_time
-        result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
-        found = problem.active_triplets(result.M, band=add_band)
-        fresh = new_rows(found, working)
-        violated = int(np.sum(problem.triplet_margins(result.M, fresh) > 0)) if len(fresh) else 0
+        fresh = new_rows(search(result.M), working)
+        violated = int(np.sum(margins(result.M, fresh) > 0)) if len(fresh) else 0
         rounds.append(Round(len(working), len(fresh), violated, result.objective,
                             result.lower_bound, result.relative_gap, solution.status,
                             time.perf_counter() - start))
@@ -103,19 +124,13 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
         bar.set_postfix(working=len(working), added=len(fresh), gap=f"{result.relative_gap:.2g}")
         if violated == 0:
             break
-        working = np.concatenate([_still_useful(problem, result, drop_band), fresh])
+        kept = result.triplets
+        if drop_band is not None:
+            kept = kept[(result.multipliers > 1e-9 * mu) | (margins(result.M, kept) > -drop_band)]
+        working = np.concatenate([kept, fresh])
     bar.close()
     result.rounds, result.build_time, result.solve_time = rounds, build, solve
     return result
-
-
-def _still_useful(problem: LMNNProblem, result: SDPResult, drop_band: float | None) -> np.ndarray:
-    """Working-set triplets with a positive multiplier or a margin above ``-drop_band``."""
-    if drop_band is None:
-        return result.triplets
-    margins = problem.triplet_margins(result.M, result.triplets)
-    keep = (result.multipliers > 1e-9 * problem.mu) | (margins > -drop_band)
-    return result.triplets[keep]
 
 
 def unique_rows(triplets: np.ndarray) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -10,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lmnn_sdp.lmnn import SOLVERS
 from lmnn_sdp.mmc import solve_mmc
+from lmnn_sdp.problem import metric_components
 
 
 class MMC(TransformerMixin, BaseEstimator):
@@ -58,11 +58,8 @@ class MMC(TransformerMixin, BaseEstimator):
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         result = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
-        eigenvalues, vectors = np.linalg.eigh(result.metric)
-        order = np.argsort(eigenvalues)[::-1]
-        scale = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
         self.metric_ = result.metric
-        self.components_ = scale[:, None] * vectors[:, order].T
+        self.components_ = metric_components(result.metric)
         self.certificate_ = result
         return self
 

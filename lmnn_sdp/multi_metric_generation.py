@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from lmnn_sdp.aggregated import AggregatedRound
 from lmnn_sdp.certificate import relative_gap
-from lmnn_sdp.cutting_plane import Round, new_rows, unique_rows, best_scaled_identity
+from lmnn_sdp.cutting_plane import best_scaled_identity, generate_constraints, unique_rows
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
 from lmnn_sdp.multi_metric import MMResult, formulation_solver, lift_psd, mm_certified_result
 from lmnn_sdp.multi_metric_certificate import (
@@ -71,28 +71,16 @@ def mm_cutting_plane(problem: LMNNProblem, clusters: np.ndarray, solver: str = "
         metrics = starting_metrics(problem, space, clusters, start)
         working_set = mm_active_triplets(problem, metrics, clusters, band=add_band)
     working = unique_rows(check_triplets(working_set, problem.n_samples))
-    rounds, build, solve_time = [], 0.0, 0.0
-    bar = tqdm(total=max_rounds, desc="multi-metric cutting plane", disable=not progress,
-               leave=False)
-    for _ in range(max_rounds):
-        begin = time.perf_counter()
-        solution = solve(problem, space, clusters, working, solver, solver_options=solver_options)
-        build, solve_time = build + solution.build_time, solve_time + solution.solve_time
-        result = mm_certified_result(problem, space, clusters, solution, working, solver,
-                                     "cutting-plane", tol)
-        fresh = new_rows(mm_active_triplets(problem, result.M, clusters, band=add_band), working)
-        violated = int(np.sum(mm_triplet_margins(problem, result.M, clusters, fresh) > 0))
-        rounds.append(Round(len(working), len(fresh), violated, result.objective,
-                            result.lower_bound, result.relative_gap, solution.status,
-                            time.perf_counter() - begin))
-        bar.update()
-        bar.set_postfix(working=len(working), added=len(fresh), gap=f"{result.relative_gap:.2g}")
-        if violated == 0:
-            break
-        working = np.concatenate([_still_useful(problem, clusters, result, drop_band), fresh])
-    bar.close()
-    result.rounds, result.build_time, result.solve_time = rounds, build, solve_time
-    return result
+
+    def solve_round(triplets):
+        solution = solve(problem, space, clusters, triplets, solver, solver_options=solver_options)
+        return solution, mm_certified_result(problem, space, clusters, solution, triplets, solver,
+                                             "cutting-plane", tol)
+
+    return generate_constraints(
+        working, solve_round, lambda M: mm_active_triplets(problem, M, clusters, band=add_band),
+        lambda M, t: mm_triplet_margins(problem, M, clusters, t), problem.mu, drop_band,
+        max_rounds, "multi-metric cutting plane", progress)
 
 
 def mm_aggregated(problem: LMNNProblem, clusters: np.ndarray, solver: str = "CLARABEL", *,
@@ -188,13 +176,3 @@ def starting_metrics(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
         identity = best_scaled_identity(problem, space)
         metrics = np.repeat(identity[None], int(clusters.max()) + 1, axis=0)
     return push_out_of_null_spaces(problem, space, clusters, metrics)
-
-
-def _still_useful(problem: LMNNProblem, clusters: np.ndarray, result: MMResult,
-                  drop_band: float | None) -> np.ndarray:
-    """Working-set triplets with a positive multiplier or a margin above ``-drop_band``."""
-    if drop_band is None:
-        return result.triplets
-    margins = mm_triplet_margins(problem, result.M, clusters, result.triplets)
-    keep = (result.multipliers > 1e-9 * problem.mu) | (margins > -drop_band)
-    return result.triplets[keep]

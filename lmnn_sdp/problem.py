@@ -245,6 +245,14 @@ def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     return targets
 
 
+def metric_components(M: np.ndarray) -> np.ndarray:
+    """``L`` (d, d) with ``L^T L = M`` for a PSD ``M`` (d, d) (eq. 2), rows ordered by
+    decreasing eigenvalue; the components of a scikit-learn transformer."""
+    eigenvalues, V = np.linalg.eigh(M)
+    order = np.argsort(eigenvalues)[::-1]
+    return (V[:, order] * np.sqrt(np.maximum(eigenvalues[order], 0.0))).T
+
+
 # -- validation ---------------------------------------------------------------
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
