@@ -57,7 +57,7 @@ from tqdm.auto import tqdm
 from fast_solver.gradient import pull_gradient
 from fast_solver.impostors import (
     SEARCH_METHODS, check_band, check_psd_metric, impostor_pairs, impostor_radius,
-    target_distances,
+    map_rows, target_distances,
 )
 from fast_solver.polish import polish_metric
 from fast_solver.psd import contraction_factor, project_psd, transformation_from_metric
@@ -209,7 +209,7 @@ class _Run:
         triplets that were outside the working set."""
         tic = time.perf_counter()
         M = self.point.M
-        Z = self.Xc @ transformation_from_metric(M).T
+        Z = map_rows(self.Xc, transformation_from_metric(M))
         radius = impostor_radius(target_distances(Z, self.problem.targets), self.band)
         searched = self._certified_floor(M) < radius - self.band
         i, l, _ = impostor_pairs(Z, self.problem.label_codes, radius, self.search, searched)

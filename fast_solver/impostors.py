@@ -37,6 +37,7 @@ same pairs.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -50,7 +51,9 @@ BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
 _BLOCK_BYTES = 64 * 2**20  # per thread
 SEARCH_THREADS = len(os.sched_getaffinity(0))
-_PAIR_CHUNK = 1 << 16
+_PAIR_CHUNK = 1 << 15
+_MIN_CHUNK = 1 << 11
+_POOL = None  # (pid, executor) of _thread_pool
 
 
 def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "auto") -> np.ndarray:
@@ -87,16 +90,26 @@ def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "a
 
 def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:
     """Centred inputs (``problem.X_centered``) mapped by ``L`` with ``L^T L = M`` (eq. 2), shape (n, rank(M))."""
-    L = transformation_from_metric(M)
-    return problem.X_centered @ L.T
+    return map_rows(problem.X_centered, transformation_from_metric(M))
+
+
+def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """``X L^T`` for ``X`` (n, d) and ``L`` (r, d), shape (n, r), in row chunks on threads."""
+    out = np.empty((len(X), len(L)))
+    in_chunks(len(X), lambda start, stop: np.matmul(X[start:stop], L.T, out=out[start:stop]))
+    return out
 
 
 def target_distances(Z: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k), one rank at a time."""
+    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k), in row chunks."""
     out = np.empty(targets.shape)
-    for rank in range(targets.shape[1]):
-        diff = Z - Z[targets[:, rank]]
-        out[:, rank] = np.einsum("nr,nr->n", diff, diff)
+
+    def fill(start, stop):
+        for rank in range(targets.shape[1]):
+            diff = Z[start:stop] - Z[targets[start:stop, rank]]
+            out[start:stop, rank] = np.einsum("nr,nr->n", diff, diff)
+
+    in_chunks(len(Z), fill)
     return out
 
 
@@ -108,11 +121,35 @@ def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
 def pair_distances(Z: np.ndarray, i: np.ndarray, l: np.ndarray) -> np.ndarray:
     """Exact ``|z_i - z_l|^2`` for pairs, shape (P,), in chunks of bounded memory."""
     out = np.empty(len(i))
-    for start in range(0, len(i), _PAIR_CHUNK):
-        stop = start + _PAIR_CHUNK
+
+    def fill(start, stop):
         diff = Z[i[start:stop]] - Z[l[start:stop]]
         out[start:stop] = np.einsum("pr,pr->p", diff, diff)
+
+    in_chunks(len(i), fill)
     return out
+
+
+def in_chunks(size: int, fill) -> None:
+    """``fill(start, stop)`` over chunks covering ``range(size)`` on ``SEARCH_THREADS``
+    threads (numpy releases the GIL in its gathers and products): at most
+    ``_PAIR_CHUNK`` rows a chunk, and four chunks a thread when there are enough
+    rows (``_MIN_CHUNK`` at least)."""
+    chunk = min(_PAIR_CHUNK, max(_MIN_CHUNK, -(-size // (4 * SEARCH_THREADS))))
+    starts = range(0, size, chunk)
+    if SEARCH_THREADS == 1 or len(starts) <= 1:
+        for start in starts:
+            fill(start, min(start + chunk, size))
+        return
+    list(_thread_pool().map(lambda start: fill(start, min(start + chunk, size)), starts))
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    """One pool of ``SEARCH_THREADS`` threads per process (a forked child makes its own)."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(SEARCH_THREADS))
+    return _POOL[1]
 
 
 def impostor_pairs(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver.gradient import pair_scatter
-from fast_solver.impostors import pair_distances, target_distances
+from fast_solver.impostors import in_chunks, map_rows, pair_distances, target_distances
 from fast_solver.psd import transformation_from_metric
 
 
@@ -108,7 +108,7 @@ def evaluate(Xc: np.ndarray, targets: np.ndarray, target_diff, mu: float, M: np.
     -------
     Evaluation
     """
-    Z = None if target_diff is not None and ws.diff is not None else Xc @ transformation_from_metric(M).T
+    Z = None if target_diff is not None and ws.diff is not None else map_rows(Xc, transformation_from_metric(M))
     if target_diff is not None:
         n, k, d = target_diff.shape
         target_d = quadratic_forms(target_diff.reshape(n * k, d), M).reshape(n, k)
@@ -123,9 +123,12 @@ def evaluate(Xc: np.ndarray, targets: np.ndarray, target_diff, mu: float, M: np.
 def quadratic_forms(V: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``v_p^T M v_p`` for every row of ``V`` (P, d), shape (P,), in chunks."""
     out = np.empty(len(V))
-    for start in range(0, len(V), 1 << 16):
-        block = V[start:start + (1 << 16)]
-        out[start:start + (1 << 16)] = np.einsum("pd,pd->p", block @ M, block)
+
+    def fill(start, stop):
+        block = V[start:stop]
+        out[start:stop] = np.einsum("pd,pd->p", block @ M, block)
+
+    in_chunks(len(V), fill)
     return out
 
 
