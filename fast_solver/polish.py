@@ -43,6 +43,7 @@ MAX_NEWTON_STEPS = 500
 MAX_TOTAL_NEWTON_STEPS = 5000
 TAU_GROWTH = 4.0
 ACCEPT_GAP_RTOL = 1e-4
+QUADRATIC_PHASE = 0.25  # squared Newton decrement below which full steps are taken
 
 
 @dataclass
@@ -160,10 +161,18 @@ def _centre(a, b, pull, mu, tau, M, xi):
     its tolerance (a failed line search or the step cap is not convergence)."""
     current = _barrier_value(a, b, pull, mu, tau, M, xi)
     for step in range(1, MAX_NEWTON_STEPS + 1):
-        dM, dxi, decrement = _newton_direction(a, b, pull, mu, tau, M, xi)
+        dM, dxi, decrement, s_max = _newton_direction(a, b, pull, mu, tau, M, xi)
         if decrement / 2 <= 1e-9:
             return M, xi, step, True
+        if decrement < QUADRATIC_PHASE and s_max > 1.0:
+            # Full Newton step (B&V 9.5.3): near the centre the decrease is below the
+            # rounding of the barrier's value (~tau * eq. 14), so backtracking sees noise.
+            M, xi = M + dM, xi + dxi
+            current = _barrier_value(a, b, pull, mu, tau, M, xi)
+            continue
         s = 1.0
+        while s >= s_max and s > 1e-10:  # halvings that would leave the domain, unevaluated
+            s *= 0.5
         trial = _barrier_value(a, b, pull, mu, tau, M + s * dM, xi + s * dxi)
         while trial > current - 0.25 * s * decrement and s > 1e-10:
             s *= 0.5
@@ -179,8 +188,8 @@ def _newton_direction(a, b, pull, mu, tau, M, xi):
     log-det Hessian is the identity; the ``xi`` block is eliminated in closed form.
 
     ``dN`` is held by its upper triangle; an off-diagonal entry counts twice in
-    every inner product (the weights ``w``). Returns dM (d, d), dxi (T,) and the
-    squared Newton decrement."""
+    every inner product (the weights ``w``). Returns dM (d, d), dxi (T,), the
+    squared Newton decrement and the largest step inside the domain."""
     d = M.shape[0]
     p, q, w = _upper_triangle(d)
     R = np.linalg.cholesky(M)
@@ -197,7 +206,22 @@ def _newton_direction(a, b, pull, mu, tau, M, xi):
     dN = np.zeros((d, d))
     dN[p, q] = dn
     dN[q, p] = dn
-    return R @ dN @ R.T, dxi, -(g_n @ dn + g_xi @ dxi)
+    dM = R @ dN @ R.T
+    return dM, dxi, -(g_n @ dn + g_xi @ dxi), _largest_step(u, dxi - _hinge_change(a, b, dM), xi, dxi, dN)
+
+
+def _largest_step(u, du, xi, dxi, dN) -> float:
+    """Largest ``s`` keeping the point inside the barrier's domain: ``u + s du > 0`` and
+    ``xi + s dxi > 0`` (both linear in ``s``) and ``M + s dM = R (I + s dN) R^T`` PD."""
+    bounds = [np.inf]
+    for value, slope in ((u, du), (xi, dxi)):
+        falling = slope < 0
+        if falling.any():
+            bounds.append(float(np.min(-value[falling] / slope[falling])))
+    smallest = np.linalg.eigvalsh(dN)[0]
+    if smallest < 0:
+        bounds.append(-1.0 / smallest)
+    return min(bounds)
 
 
 def _barrier_value(a, b, pull, mu, tau, M, xi):
