@@ -202,12 +202,12 @@ def _newton_direction(a, b, pull, mu, tau, M, xi):
     H = (A.T * (1.0 / (u**2 + xi**2))) @ A
     H[np.diag_indices_from(H)] += w
     dn = -np.linalg.solve(H, g_n + A.T @ (g_xi / (u**2 * h_xi)))
-    dxi = -(g_xi - (A @ dn) / u**2) / h_xi
+    hinge_step = A @ dn  # <C_ij - C_il, dM> per triplet: the hinge is linear in M
+    dxi = -(g_xi - hinge_step / u**2) / h_xi
     dN = np.zeros((d, d))
     dN[p, q] = dn
     dN[q, p] = dn
-    dM = R @ dN @ R.T
-    return dM, dxi, -(g_n @ dn + g_xi @ dxi), _largest_step(u, dxi - _hinge_change(a, b, dM), xi, dxi, dN)
+    return R @ dN @ R.T, dxi, -(g_n @ dn + g_xi @ dxi), _largest_step(u, dxi - hinge_step, xi, dxi, dN)
 
 
 def _largest_step(u, du, xi, dxi, dN) -> float:
