@@ -1,15 +1,15 @@
-"""Fast LMNN solvers (Appendix A of Weinberger & Saul, JMLR 2009) and their peers."""
+"""The scalable LMNN solver with a certified stop (``fast_solver.solver``) and its estimator.
 
-from fast_solver.active_set import IterationInfo, solve
-from fast_solver.estimators import LMNN
-from fast_solver.gradient import incremental_gradient, lmnn_gradient, pull_gradient, push_gradient
+numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
+"""
+
+from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import active_triplets, impostor_pairs, impostor_radius
-from fast_solver.polish import polish_metric
 from fast_solver.psd import project_psd, transformation_from_metric
-from fast_solver.result import FastLMNNResult
+from fast_solver.result import FastLMNNResult, Stage
+from fast_solver.solver import solve
 
 __all__ = [
-    "LMNN", "FastLMNNResult", "IterationInfo", "active_triplets", "impostor_pairs", "impostor_radius",
-    "incremental_gradient", "lmnn_gradient", "polish_metric", "project_psd", "pull_gradient",
-    "push_gradient", "solve", "transformation_from_metric",
+    "LMNN", "FastLMNNResult", "Stage", "active_triplets", "impostor_pairs", "impostor_radius",
+    "project_psd", "solve", "transformation_from_metric",
 ]

@@ -1,4 +1,4 @@
-"""scikit-learn estimator for LMNN, a thin shell over ``fast_solver.solve`` (App. A, Alg. 1)."""
+"""scikit-learn estimator for LMNN, a thin shell over ``fast_solver.solve``."""
 
 from __future__ import annotations
 
@@ -14,17 +14,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fast_solver.active_set import IterationInfo, solve
 from fast_solver.impostors import SEARCH_METHODS
+from fast_solver.result import Stage
+from fast_solver.solver import solve
 from lmnn_sdp.problem import LMNNProblem, metric_components
 
 
 class LMNN(TransformerMixin, BaseEstimator):
     """Large Margin Nearest Neighbor metric learning (Weinberger & Saul, JMLR 2009).
 
-    Minimises eq. 14 over PSD metrics ``M`` with the active-set projected
-    sub-gradient solver of App. A (Alg. 1) and, on problems small enough, an
-    exact finishing stage (``fast_solver.polish``). ``transform`` maps ``x`` to
+    Minimises eq. 14 over PSD metrics ``M`` with the certified smoothed-hinge
+    solver of ``fast_solver.solver`` and says converged only when its own dual
+    bound proves the relative gap below ``tol``. ``transform`` maps ``x`` to
     ``L x`` with ``L^T L = M``.
 
     Parameters
@@ -34,20 +35,19 @@ class LMNN(TransformerMixin, BaseEstimator):
     mu : float in [0, 1], default=0.5
         Weight of the push term; the pull term has ``1 - mu``.
     max_iter : int, default=1000
-        Budget of sub-gradient iterations.
-    tol : float, default=1e-5
-        Relative decrease over 20 iterations that counts as stalled.
-    init : {"identity", "random"} or ndarray of shape (n_features, n_features), default="identity"
-        Starting metric: the identity (Alg. 1), a random PSD matrix drawn with
-        ``random_state``, or a given PSD matrix.
+        Budget of Newton iterations.
+    tol : float, default=1e-6
+        Certified relative gap ``(upper - lower) / upper`` at which to stop.
+    init : {"auto", "identity", "random"} or ndarray of shape (n_features, n_features), default="auto"
+        Starting metric: the solver's default (the pull-whitened identity), the
+        Euclidean metric, a random PSD matrix drawn with ``random_state``, or a
+        given PSD matrix; each is scaled by the solver's first stage.
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.impostors``).
-    polish : bool or "auto", default="auto"
-        Exact finishing stage (``fast_solver.solve``).
     verbose : int, default=0
-        If positive, print a progress table (iteration, objective, step,
-        active triplets, working-set triplets, seconds) every ``verbose``-th
-        iteration and at every full re-check.
+        If positive, print a progress table with one row per continuation
+        stage (smoothing width, Newton iterations, upper and lower bounds,
+        gap, active triplets, seconds).
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``; the solver itself is deterministic.
 
@@ -58,13 +58,15 @@ class LMNN(TransformerMixin, BaseEstimator):
     metric_ : ndarray of shape (n_features, n_features)
         The learned PSD matrix ``M``.
     objective_ : float
-        eps(M) of eq. 14 at ``metric_``.
+        eps(M) of eq. 14 at ``metric_`` (the certificate's upper bound).
+    lower_bound_ : float
+        A rigorous lower bound on the optimum of eq. 14.
     n_iter_ : int
-        Sub-gradient iterations run.
+        Newton iterations run.
     converged_ : bool
-        Whether a verification pass confirmed convergence.
+        Whether the certified gap reached ``tol``.
     result_ : FastLMNNResult
-        Everything the solver returned (timings, working set, ...).
+        Everything the solver returned (certificate, stages, timings, ...).
     n_features_in_ : int
     """
 
@@ -73,22 +75,20 @@ class LMNN(TransformerMixin, BaseEstimator):
         "mu": [Interval(Real, 0, 1, closed="both")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "init": [StrOptions({"identity", "random"}), np.ndarray],
+        "init": [StrOptions({"auto", "identity", "random"}), np.ndarray],
         "search": [StrOptions(set(SEARCH_METHODS))],
-        "polish": ["boolean", StrOptions({"auto"})],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-5, init="identity", search="auto",
-                 polish="auto", verbose=0, random_state=None):
+    def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-6, init="auto", search="auto",
+                 verbose=0, random_state=None):
         self.k = k
         self.mu = mu
         self.max_iter = max_iter
         self.tol = tol
         self.init = init
         self.search = search
-        self.polish = polish
         self.verbose = verbose
         self.random_state = random_state
 
@@ -103,11 +103,12 @@ class LMNN(TransformerMixin, BaseEstimator):
                              "impostors are points of another class.")
         problem = LMNNProblem(X, y, k=self.k, mu=self.mu)
         result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
-                       tol=self.tol, search=self.search, polish=self.polish,
-                       callback=_ProgressTable(self.verbose) if self.verbose else None)
-        self.components_ = metric_components(result.M)
-        self.metric_ = result.M
-        self.objective_ = result.objective
+                       tol=self.tol, search=self.search,
+                       callback=_ProgressTable() if self.verbose else None)
+        self.components_ = metric_components(result.metric)
+        self.metric_ = result.metric
+        self.objective_ = result.upper
+        self.lower_bound_ = result.lower
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.result_ = result
@@ -127,7 +128,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         tags.target_tags.required = True
         return tags
 
-    def _initial_metric(self, d: int) -> np.ndarray:
+    def _initial_metric(self, d: int) -> np.ndarray | None:
         if isinstance(self.init, np.ndarray):
             if self.init.shape != (d, d):
                 raise ValueError(f"init must have shape ({d}, {d}) to match X, got {self.init.shape}.")
@@ -135,18 +136,18 @@ class LMNN(TransformerMixin, BaseEstimator):
         if self.init == "random":
             A = check_random_state(self.random_state).standard_normal((d, d))
             return A @ A.T / d
-        return np.eye(d)
+        return np.eye(d) if self.init == "identity" else None
 
 
 class _ProgressTable:
-    """Prints one row per ``every``-th iteration and per full re-check, as NCA's ``verbose``."""
+    """Prints one row per continuation stage, as NCA's ``verbose`` prints one per iteration."""
 
-    def __init__(self, every: int):
-        self.every = int(every)
-        header = f"{'Iteration':>10} {'Objective':>16} {'Step':>10} {'Active':>10} {'Working':>10} {'Time(s)':>9}"
+    def __init__(self):
+        header = (f"{'Stage':>6} {'Gamma':>9} {'Newton':>7} {'Upper':>16} {'Lower':>16} "
+                  f"{'Gap':>9} {'Active':>9} {'Time(s)':>9}")
         print(f"[LMNN]\n[LMNN] {header}\n[LMNN] {'-' * len(header)}", file=sys.stdout)
 
-    def __call__(self, info: IterationInfo) -> None:
-        if info.full_check or info.iteration % self.every == 0:
-            print(f"[LMNN] {info.iteration:>10d} {info.objective:>16.8e} {info.step:>10.3e} "
-                  f"{info.n_active:>10d} {info.n_working:>10d} {info.elapsed:>9.2f}", file=sys.stdout)
+    def __call__(self, stage: Stage) -> None:
+        print(f"[LMNN] {stage.stage:>6d} {stage.gamma:>9.2e} {stage.newton_iterations:>7d} "
+              f"{stage.upper:>16.9e} {stage.lower:>16.9e} {stage.relative_gap:>9.2e} "
+              f"{stage.n_active:>9d} {stage.elapsed:>9.2f}", file=sys.stdout)

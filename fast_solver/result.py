@@ -1,4 +1,4 @@
-"""The result of a fast LMNN solve, in the manner of SciPy's ``OptimizeResult``."""
+"""What ``fast_solver.solve`` returns, in the manner of SciPy's ``OptimizeResult``."""
 
 from __future__ import annotations
 
@@ -6,70 +6,95 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lmnn_sdp.bounds import Certificate
+from lmnn_sdp.problem import metric_components
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One continuation stage: its smoothing width and the bounds after it.
+
+    ``upper`` and ``lower`` are the best so far (the lower one as estimated in
+    the whitened coordinates; the result's certificate recomputes it)."""
+
+    stage: int
+    gamma: float
+    newton_iterations: int
+    stop: str  # why the Newton iterations ended
+    upper: float
+    lower: float
+    relative_gap: float
+    n_active: int
+    n_transition: int
+    n_working: int  # working-set triplets
+    elapsed: float  # seconds since the start of the solve
+
 
 @dataclass(repr=False)
 class FastLMNNResult:
-    """What ``fast_solver.solve`` returns; nothing is printed.
+    """A fast solve and the proof of how good it is; nothing is printed.
 
     Attributes
     ----------
-    M : ndarray of shape (d, d)
-        The learned PSD metric.
-    L : ndarray of shape (r, d)
-        Its factor, ``L^T L = M``, with ``r = rank(M)`` rows (eq. 2).
-    objective : float
-        eps(M) of eq. 14 (see ``objective_source``).
-    objective_source : str
-        ``"problem.objective"`` (recomputed by ``LMNNProblem.objective``) or
-        ``"exact search"`` (every triplet with positive hinge found by the
-        exact impostor search at ``M`` and summed).
-    n_iter : int
-        Sub-gradient iterations of Alg. 1 (accepted and rejected steps).
-    n_full_checks : int
-        Exact searches of all triplets (re-checks, verifications, polishing).
-    search_fraction : float
-        Points searched per full check, as a fraction of ``n`` (the others were
-        proved clean by the contraction bound; see ``fast_solver.active_set``).
-    n_active : int
-        Triplets with a positive hinge at ``M``.
-    working_set : ndarray of int, shape (T, 3)
-        The final working set as triplets ``(i, j, l)`` whose hinge exceeds
-        ``-band`` at ``M``: every active triplet, and every triplet within
-        ``band`` of the margin for the points searched at ``M``; a warm start
-        for ``lmnn_sdp``'s constraint generation.
+    metric : ndarray of shape (d, d)
+        The learned PSD metric ``M``.
+    upper : float
+        eq. 14 at ``metric``.
+    lower : float
+        A rigorous lower bound on the optimum of eq. 14 (``certificate``).
+    relative_gap : float
+        ``(upper - lower) / upper``.
+    certified : bool
+        ``relative_gap <= tol``, decided from the bounds alone.
     converged : bool
-        True only after a full verification pass found no violated triplet
-        outside the working set and the stopping rule held.
-    polished : bool
-        Whether the exact finishing stage (``fast_solver.polish``) improved ``M``.
+        The same as ``certified``: the solver says converged only when it proved it.
+    status : {"converged", "max_iter"}
     message : str
+    certificate : lmnn_sdp.bounds.Certificate
+        The bounds with their evidence (``triplets``, ``multipliers``,
+        ``dual_scale``); ``lmnn_sdp.bounds.dual_lower_bound`` re-derives ``lower``.
+    n_iter : int
+        Newton iterations over all stages.
+    n_stages, n_searches, n_evaluations, n_hessian_products : int
+    search_fraction : float
+        Points searched per exact search, as a fraction of ``n``.
+    n_active : int
+        Triplets with a positive hinge at ``metric``.
+    active_triplets : ndarray of int, shape (n_active, 3)
+        Those triplets, a warm start for ``lmnn_sdp``'s constraint generation.
+    stages : list of Stage
     timings : dict of str to float
-        Seconds spent in ``search``, ``gradient``, ``steps``, ``polish``,
-        ``objective`` and ``total``.
-    history : list of float
-        Working-set objective after every iteration.
+        Seconds in ``search``, ``newton``, ``bounds`` and ``total``.
     """
 
-    M: np.ndarray
-    L: np.ndarray
-    objective: float
-    objective_source: str
+    metric: np.ndarray
+    upper: float
+    lower: float
+    relative_gap: float
+    certified: bool
+    converged: bool
+    status: str
+    message: str
+    certificate: Certificate
     n_iter: int
-    n_full_checks: int
+    n_stages: int
+    n_searches: int
+    n_evaluations: int
+    n_hessian_products: int
     search_fraction: float
     n_active: int
-    working_set: np.ndarray
-    converged: bool
-    polished: bool
-    message: str
+    active_triplets: np.ndarray
+    stages: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
-    history: list = field(default_factory=list)
+
+    @property
+    def components(self) -> np.ndarray:
+        """``L`` (d, d) with ``L^T L = metric``, rows by decreasing eigenvalue (eq. 2)."""
+        return metric_components(self.metric)
 
     def __repr__(self) -> str:
-        return (
-            f"FastLMNNResult(objective={self.objective:.10g}, converged={self.converged}, "
-            f"polished={self.polished}, n_iter={self.n_iter}, n_full_checks={self.n_full_checks}, "
-            f"search_fraction={self.search_fraction:.3g}, n_active={self.n_active}, working_set={len(self.working_set)} triplets, "
-            f"rank={self.L.shape[0]}, time={self.timings.get('total', float('nan')):.3g} s, "
-            f"message={self.message!r})"
-        )
+        return (f"FastLMNNResult(upper={self.upper:.10g}, lower={self.lower:.10g}, "
+                f"relative_gap={self.relative_gap:.3g}, converged={self.converged}, "
+                f"n_iter={self.n_iter}, stages={self.n_stages}, searches={self.n_searches}, "
+                f"active={self.n_active}, time={self.timings.get('total', float('nan')):.3g} s, "
+                f"message={self.message!r})")

@@ -36,12 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.certificate import (
-    certify,
-    check_candidate_metric,
-    dual_lower_bound,
-    relative_gap,
-)
+from lmnn_sdp.bounds import check_candidate_metric, dual_lower_bound, relative_gap
+from lmnn_sdp.certificate import certify
 from lmnn_sdp.dual import SDPSolution, solve_dual
 from lmnn_sdp.formulation import ReducedSpace, best_scaled_identity, reduced_space
 from lmnn_sdp.line_search import golden_section

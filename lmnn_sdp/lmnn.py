@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
-from lmnn_sdp.certificate import Certificate, certify
+from lmnn_sdp.bounds import Certificate
+from lmnn_sdp.certificate import certify
 from lmnn_sdp.dual import SDPSolution, solve_dual
 from lmnn_sdp.formulation import (
     ReducedSpace,

@@ -112,7 +112,7 @@ from numbers import Real
 import cvxpy as cp
 import numpy as np
 
-from lmnn_sdp.certificate import relative_gap
+from lmnn_sdp.bounds import relative_gap
 from lmnn_sdp.lmnn import check_solver
 from lmnn_sdp.problem import check_inputs, check_labels
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.certificate import (
+from lmnn_sdp.bounds import (
     Certificate,
     bisect_feasible_scale,
     boxed_multipliers,

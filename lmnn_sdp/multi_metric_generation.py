@@ -40,7 +40,7 @@ from scipy.optimize import minimize_scalar
 from tqdm.auto import tqdm
 
 from lmnn_sdp.aggregated import AggregatedRound
-from lmnn_sdp.certificate import relative_gap
+from lmnn_sdp.bounds import relative_gap
 from lmnn_sdp.cutting_plane import best_scaled_identity, generate_constraints, unique_rows
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
 from lmnn_sdp.multi_metric import MMResult, formulation_solver, lift_psd, mm_certified_result

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.certificate import relative_gap
+from lmnn_sdp.bounds import relative_gap
 from validation import corpus_lmnn, corpus_mmc, corpus_multi_metric
 from validation.corpus_mmc import MMCInstance, mmc_instances
 from validation.corpus_multi_metric import MMInstance, mm_instances

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lmnn_sdp import LMNNProblem, solve_lmnn
-from lmnn_sdp.certificate import dual_lower_bound, relative_gap
+from lmnn_sdp.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.dual import complementary_multipliers
 from lmnn_sdp.formulation import reduced_space
 from validation.instances import Instance

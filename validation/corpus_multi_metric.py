@@ -16,7 +16,7 @@ from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 
 from lmnn_sdp import LMNNProblem
-from lmnn_sdp.certificate import relative_gap
+from lmnn_sdp.bounds import relative_gap
 from lmnn_sdp.formulation import reduced_space
 from lmnn_sdp.multi_metric import MMResult, solve_mm_lmnn
 from lmnn_sdp.multi_metric_certificate import mm_complementary_multipliers, mm_dual_lower_bound

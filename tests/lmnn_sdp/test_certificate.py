@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lmnn_sdp import LMNNProblem, certify, solve_lmnn
-from lmnn_sdp.certificate import dual_lower_bound, largest_feasible_scale, relative_gap
+from lmnn_sdp.bounds import dual_lower_bound, largest_feasible_scale, relative_gap
 
 
 def small_problem(seed: int, n: int = 12, d: int = 3, k: int = 2, mu: float = 0.5):

@@ -1,0 +1,137 @@
+"""Compiled loops over target pairs, impostor pairs and triplets (numba, parallel over points).
+
+Each kernel walks one point's rows at a time, so threads never write the same
+output row; none allocates more than its outputs. ``fast_solver.smoothed`` wraps
+them; the formulas they compute are written out there and tested against
+brute-force numpy in ``tests/fast_solver/test_smoothed.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def target_distances(Z, targets):  # pragma: no cover - compiled
+    """``|z_i - z_j|^2`` for every target pair, shape (n, k)."""
+    n, k = targets.shape
+    r = Z.shape[1]
+    out = np.empty((n, k))
+    for i in prange(n):
+        for a in range(k):
+            j = targets[i, a]
+            s = 0.0
+            for c in range(r):
+                d = Z[i, c] - Z[j, c]
+                s += d * d
+            out[i, a] = s
+    return out
+
+
+@njit(parallel=True, cache=True)
+def smoothed_hinge(Z, target_d, ptr, impostors, gamma, mu, target_w, pair_w, pair_d, transition):  # pragma: no cover
+    """The smoothed hinge of every working-set triplet ``(i, rank, l)``.
+
+    Point ``i`` owns pairs ``ptr[i]:ptr[i+1]`` with impostors ``impostors[p]``.
+    Writes the multipliers ``lambda = mu s'(h)`` summed per target pair into
+    ``target_w`` (n, k) and, negated, per impostor pair into ``pair_w`` (P,); the
+    pair distances into ``pair_d`` (P,); ``0 < h < gamma`` into ``transition`` (P, k).
+    Returns per-point sums (n, 6): smoothed hinge, hinge ``[h]_+``, multipliers,
+    complementarity ``(mu - lambda) h`` over ``h > 0``, active and transition counts."""
+    n, k = target_d.shape
+    r = Z.shape[1]
+    sums = np.zeros((n, 6))
+    for i in prange(n):
+        smooth = 0.0
+        hinge = 0.0
+        lam_sum = 0.0
+        comp = 0.0
+        active = 0.0
+        n_transition = 0.0
+        for a in range(k):
+            target_w[i, a] = 0.0
+        for p in range(ptr[i], ptr[i + 1]):
+            l = impostors[p]
+            s = 0.0
+            for c in range(r):
+                d = Z[i, c] - Z[l, c]
+                s += d * d
+            pair_d[p] = s
+            w = 0.0
+            for a in range(k):
+                h = 1.0 + target_d[i, a] - s
+                transition[p, a] = False
+                if h <= 0.0:
+                    continue
+                active += 1.0
+                hinge += h
+                if h >= gamma:
+                    lam = mu
+                    smooth += h - 0.5 * gamma
+                else:
+                    lam = mu * h / gamma
+                    smooth += 0.5 * h * h / gamma
+                    comp += (mu - lam) * h
+                    transition[p, a] = True
+                    n_transition += 1.0
+                lam_sum += lam
+                target_w[i, a] += lam
+                w += lam
+            pair_w[p] = -w
+        sums[i, 0] = smooth
+        sums[i, 1] = hinge
+        sums[i, 2] = lam_sum
+        sums[i, 3] = comp
+        sums[i, 4] = active
+        sums[i, 5] = n_transition
+    return sums
+
+
+@njit(parallel=True, cache=True)
+def laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - compiled
+    """``out[u] = sum_e w_e (x_u - x_v)`` over the edges ``e = (u, v)`` of row ``u`` of a
+    CSR graph: the rows of ``Lap X`` for a graph Laplacian with symmetric weights."""
+    n, r = X.shape
+    for u in prange(n):
+        for c in range(r):
+            out[u, c] = 0.0
+        for e in range(indptr[u], indptr[u + 1]):
+            v = neighbours[e]
+            w = weights[e]
+            for c in range(r):
+                out[u, c] += w * (X[u, c] - X[v, c])
+    return out
+
+
+@njit(parallel=True, cache=True)
+def triplet_products(Z, Y, i, j, l):  # pragma: no cover - compiled
+    """``(z_i - z_j).(y_i - y_j) - (z_i - z_l).(y_i - y_l)`` per triplet, shape (m,)."""
+    m = len(i)
+    r = Z.shape[1]
+    out = np.empty(m)
+    for t in prange(m):
+        a, b, c_ = i[t], j[t], l[t]
+        s = 0.0
+        for c in range(r):
+            s += (Z[a, c] - Z[b, c]) * (Y[a, c] - Y[b, c]) - (Z[a, c] - Z[c_, c]) * (Y[a, c] - Y[c_, c])
+        out[t] = s
+    return out
+
+
+@njit(parallel=True, cache=True)
+def hinge_values(Z, target_d, ptr, impostors):  # pragma: no cover - compiled
+    """``1 + D(i, j) - D(i, l)`` of every working-set triplet, shape (P, k)."""
+    n, k = target_d.shape
+    r = Z.shape[1]
+    out = np.empty((len(impostors), k))
+    for i in prange(n):
+        for p in range(ptr[i], ptr[i + 1]):
+            l = impostors[p]
+            s = 0.0
+            for c in range(r):
+                d = Z[i, c] - Z[l, c]
+                s += d * d
+            for a in range(k):
+                out[p, a] = 1.0 + target_d[i, a] - s
+    return out

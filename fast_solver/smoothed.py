@@ -1,0 +1,174 @@
+"""eq. 14 with a smoothed hinge on a working set, as a function of ``L`` (``M_w = L^T L``).
+
+On whitened inputs ``x_w`` (``fast_solver.whitening``) and a working set of
+impostor pairs ``(i, l)``, each standing for the ``k`` triplets ``(i, j, l)``,
+
+    F_gamma(L) = (1-mu) sum_{i, j~>i} D(i, j) + mu sum_{(i,j,l)} s_gamma(1 + D(i, j) - D(i, l)),
+    D(a, b) = |L (x_a - x_b)|^2,
+
+with the hinge smoothed over a width ``gamma`` (Huber):
+``s(h) = 0`` for ``h <= 0``, ``h^2 / (2 gamma)`` for ``0 < h < gamma``, ``h - gamma/2``
+above, so ``s(h) <= [h]_+ <= s(h) + gamma/2``.
+
+Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
+
+    G = (1-mu) P + sum_t lambda_t (C_ij - C_il),   lambda_t = mu s'(h_t) = mu clip(h_t / gamma, 0, 1),
+
+so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
+the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
+cone. In ``L`` the gradient is ``2 L G``, and the Hessian applied to a direction
+``V`` (r, r) is ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L>
+(C_ij - C_il)`` over the triplets in transition (``0 < h_t < gamma``).
+
+Every matrix sum over pairs goes through a graph Laplacian,
+``sum_p w_p (x_a - x_b)(x_a - x_b)^T = X^T (Lap_w X)`` (``PairGraph``), whose rows
+are formed by a compiled loop per point (``fast_solver.kernels``); memory grows
+with the number of pairs, never with ``n^2`` or ``(pairs x d)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fast_solver import kernels
+from fast_solver.impostors import map_rows
+from fast_solver.whitening import Whitening
+
+
+class PairGraph:
+    """Pairs ``(a_p, b_p)`` on ``n`` nodes as a symmetric CSR graph (both directions)."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, n: int):
+        rows = np.concatenate([a, b]).astype(np.intp)
+        self.order = np.argsort(rows, kind="stable")
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]).astype(np.intp)
+        self.neighbours = np.ascontiguousarray(np.concatenate([b, a]).astype(np.intp)[self.order])
+        self.n_pairs = len(a)
+
+    def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
+        edge_w = np.concatenate([weights, weights])[self.order]
+        Y = kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
+        S = X.T @ Y
+        return (S + S.T) / 2
+
+
+@dataclass
+class WorkingSet:
+    """Impostor pairs grouped by point: point ``i`` owns ``impostors[ptr[i]:ptr[i+1]]``.
+
+    ``owner`` (P,) is ``i`` for every pair; ``ptr`` (n + 1,); pairs sorted by
+    ``(i, l)``. Each pair stands for the ``k`` triplets ``(i, targets[i, a], l)``."""
+
+    owner: np.ndarray
+    impostors: np.ndarray
+    ptr: np.ndarray
+
+    @classmethod
+    def from_pairs(cls, i: np.ndarray, l: np.ndarray, n: int) -> WorkingSet:
+        keys = np.unique(np.asarray(i, dtype=np.int64) * n + np.asarray(l, dtype=np.int64))
+        owner, impostors = (keys // n).astype(np.intp), (keys % n).astype(np.intp)
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.intp)
+        return cls(owner, np.ascontiguousarray(impostors), ptr)
+
+    def __len__(self) -> int:
+        return len(self.impostors)
+
+    def triplets(self, targets: np.ndarray, pair: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """Triplets ``(i, j, l)`` (T, 3) of pair indices ``pair`` and target ranks ``rank``."""
+        i = self.owner[pair]
+        return np.column_stack([i, targets[i, rank], self.impostors[pair]]).astype(np.intp)
+
+
+@dataclass
+class Evaluation:
+    """``F_gamma`` and what comes with it at one ``L`` (r, r)."""
+
+    L: np.ndarray
+    gamma: float
+    value: float  # F_gamma(L)
+    objective: float  # eq. 14 restricted to the working set (exact hinge)
+    multiplier_sum: float  # sum_t lambda_t
+    complementarity: float  # sum_{h_t > 0} (mu - lambda_t) h_t
+    n_active: int
+    n_transition: int
+    dual_matrix: np.ndarray  # G (r, r)
+    gradient: np.ndarray  # 2 L G (r, r)
+
+
+class SmoothedObjective:
+    """``F_gamma`` on one working set; ``evaluate`` then ``hessian_product`` at that point.
+
+    Parameters
+    ----------
+    whitening : Whitening
+    targets : ndarray of int, shape (n, k)
+    mu : float
+    working_set : WorkingSet
+    """
+
+    def __init__(self, whitening: Whitening, targets: np.ndarray, mu: float, working_set: WorkingSet):
+        self.X = whitening.inputs
+        self.targets = np.ascontiguousarray(targets, dtype=np.intp)
+        self.mu = float(mu)
+        self.ws = working_set
+        n, k = self.targets.shape
+        P = len(working_set)
+        self.graph = PairGraph(np.concatenate([np.repeat(np.arange(n), k), working_set.owner]),
+                               np.concatenate([self.targets.ravel(), working_set.impostors]), n)
+        self.target_w = np.empty((n, k))
+        self.pair_w = np.empty(P)
+        self.pair_d = np.empty(P)
+        self.transition = np.zeros((P, k), dtype=bool)
+        self.current: Evaluation | None = None
+        self._transition_graph = None
+        self.n_evaluations = self.n_hessian_products = 0
+
+    def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
+        """``F_gamma``, its gradient and multipliers at ``L`` (r, r); keeps the state for
+        ``hessian_product`` and ``multipliers``."""
+        self.n_evaluations += 1
+        Z = map_rows(self.X, L)
+        target_d = kernels.target_distances(Z, self.targets)
+        sums = kernels.smoothed_hinge(Z, target_d, self.ws.ptr, self.ws.impostors, gamma, self.mu,
+                                      self.target_w, self.pair_w, self.pair_d, self.transition)
+        smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
+        pull = float(target_d.sum())
+        weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
+        G = self.graph.scatter(weights, self.X)
+        self.Z, self.target_d, self._transition_graph = Z, target_d, None
+        self.current = Evaluation(
+            L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
+            objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
+            complementarity=float(comp), n_active=int(active), n_transition=int(transition),
+            dual_matrix=G, gradient=2.0 * L @ G)
+        return self.current
+
+    def hessian_product(self, V: np.ndarray) -> np.ndarray:
+        """``2 V G + 2 L S(V)`` (r, r) at the last evaluated point (module docstring)."""
+        self.n_hessian_products += 1
+        ev = self.current
+        out = 2.0 * V @ ev.dual_matrix
+        if ev.n_transition == 0:
+            return out
+        if self._transition_graph is None:
+            pair, rank = np.nonzero(self.transition)
+            t = self.ws.triplets(self.targets, pair, rank)
+            self._transition = t
+            self._transition_graph = PairGraph(np.concatenate([t[:, 0], t[:, 0]]),
+                                               np.concatenate([t[:, 1], t[:, 2]]), len(self.X))
+        t = self._transition
+        c = kernels.triplet_products(self.Z, map_rows(self.X, V), t[:, 0], t[:, 1], t[:, 2])
+        w = (2.0 * self.mu / ev.gamma) * c
+        S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
+        return out + 2.0 * ev.L @ S
+
+    def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
+        """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""
+        ev = self.current
+        hinge = kernels.hinge_values(self.Z, self.target_d, self.ws.ptr, self.ws.impostors)
+        pair, rank = np.nonzero(hinge > 0)
+        lam = self.mu * np.minimum(hinge[pair, rank] / ev.gamma, 1.0)
+        return self.ws.triplets(self.targets, pair, rank), lam
