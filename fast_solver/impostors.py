@@ -40,10 +40,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.neighbors import BallTree
 from threadpoolctl import threadpool_limits
 
+from fast_solver import kernels
 from fast_solver.psd import transformation_from_metric
 from lmnn_sdp.problem import LMNNProblem
 
@@ -79,8 +79,9 @@ def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "a
     """
     band = check_band(band)
     Z = transformed_inputs(problem, check_psd_metric(problem, M))
-    target_d = target_distances(Z, problem.targets)
-    i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
+    target_d = kernels.target_distances(Z, problem.targets)
+    with threadpool_limits(1, user_api="blas"):  # one class per thread instead
+        i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
     hinge = 1.0 + target_d[i] - dist[:, None]
     p, rank = np.nonzero(hinge > -band)
     order = np.lexsort((l[p], rank, i[p]))
@@ -97,19 +98,6 @@ def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
     """``X L^T`` for ``X`` (n, d) and ``L`` (r, d), shape (n, r), in row chunks on threads."""
     out = np.empty((len(X), len(L)))
     in_chunks(len(X), lambda start, stop: np.matmul(X[start:stop], L.T, out=out[start:stop]))
-    return out
-
-
-def target_distances(Z: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """``D(i, j) = |z_i - z_j|^2`` for every target pair, shape (n, k), in row chunks."""
-    out = np.empty(targets.shape)
-
-    def fill(start, stop):
-        for rank in range(targets.shape[1]):
-            diff = Z[start:stop] - Z[targets[start:stop, rank]]
-            out[start:stop, rank] = np.einsum("nr,nr->n", diff, diff)
-
-    in_chunks(len(Z), fill)
     return out
 
 
@@ -228,8 +216,7 @@ def _blockwise_candidates(Z, codes, radius, searched):
             found_l.append(others[o])
         return _concatenate(found_i), _concatenate(found_l)
 
-    with threadpool_limits(1, user_api="blas"):
-        return _gather(_per_class(one_class, np.unique(codes[searched])))
+    return _gather(_per_class(one_class, np.unique(codes[searched])))
 
 
 def _below(values: np.ndarray, threshold: np.ndarray, flags: np.ndarray):
@@ -267,8 +254,9 @@ def _balltree_candidates(Z, codes, radius, searched):
 def _per_class(one_class, classes):
     """Run ``one_class`` for every class on ``SEARCH_THREADS`` threads (numpy, BLAS
     and the ball tree release the GIL)."""
-    return Parallel(n_jobs=min(SEARCH_THREADS, len(classes)) or 1, prefer="threads")(
-        delayed(one_class)(c) for c in classes)
+    if SEARCH_THREADS == 1 or len(classes) <= 1:
+        return [one_class(c) for c in classes]
+    return list(_thread_pool().map(one_class, classes))
 
 
 def _gather(parts):

@@ -96,6 +96,7 @@ class Evaluation:
     n_transition: int
     dual_matrix: np.ndarray  # G (r, r)
     gradient: np.ndarray  # 2 L G (r, r)
+    target_distances: np.ndarray  # D(i, j) (n, k)
 
 
 class SmoothedObjective:
@@ -143,7 +144,7 @@ class SmoothedObjective:
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
             objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
             complementarity=float(comp), n_active=int(active), n_transition=int(transition),
-            dual_matrix=G, gradient=2.0 * L @ G)
+            dual_matrix=G, gradient=2.0 * L @ G, target_distances=target_d)
         return self.current
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:

@@ -75,3 +75,14 @@ class ExactSearch:
         self.n_searches += 1
         self.points_searched += int(np.count_nonzero(searched))
         return self.working_set
+
+    def drift(self, M: np.ndarray) -> float:
+        """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any).
+
+        A trigger for a new search, not a proof: distances have moved by about this
+        fraction, so pairs outside the set may have come within the margin. (The
+        certified floors cannot serve here: when the metric is rank-deficient and
+        its range turns, the contraction factor is 0 although nothing moved much.)"""
+        if self.metric is None:
+            return np.inf
+        return float(np.linalg.norm(M - self.metric, 2) / max(np.linalg.norm(self.metric, 2), 1e-300))

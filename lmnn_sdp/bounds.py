@@ -19,8 +19,9 @@ otherwise. The shift ``s`` is a rounding allowance: ``Z`` is assembled from
 ``O(n)``-term sums and its eigenvalues computed in floating point, so we demand
 a computed smallest eigenvalue of at least ``s = 8 (2n + r + k) eps (||A||_F +
 alpha sum_t lambda_t (|C_ij| + |C_il|))``, which bounds those rounding errors.
-All of it runs in the reduced space of ``formulation`` (the data range, where
-``Z`` is PSD iff it is on the inputs). When the pull matrix is singular on the
+All of it runs in a reduced space (``formulation.reduced_space`` by default, or
+any basis of the data range such as the fast solver's whitened coordinates),
+where ``Z`` is PSD iff it is on the inputs, and every sum is formed there. When the pull matrix is singular on the
 data range, ``alpha`` can only be certified where ``Z`` is strictly positive, so
 the bound may be weak; the certificate then says ``certified=False`` rather
 than claim more. Every sum over triplets runs in blocks, so millions of
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
 from lmnn_sdp.problem import LMNNProblem, check_triplets
@@ -111,12 +113,15 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     space = space or reduced_space(problem)
     t = check_triplets(triplets, problem.n_samples)
     lam = boxed_multipliers(multipliers, len(t), problem.mu)
-    A = (1.0 - problem.mu) * space.matrix(problem.pull_matrix())
+    n, k = problem.targets.shape
+    Xr = space.inputs
+    A = (1.0 - problem.mu) * pair_scatter(Xr, np.repeat(np.arange(n), k), problem.targets.ravel(), np.ones(n * k))
     keep = lam > 0
     t, lam = t[keep], lam[keep]
     if len(lam) == 0:
         return 0.0, 1.0, float(np.linalg.eigvalsh(A)[0])
-    Q = space.matrix(problem.triplet_scatter(t, lam))
+    Q = pair_scatter(Xr, np.concatenate([t[:, 0], t[:, 0]]), np.concatenate([t[:, 2], t[:, 1]]),
+                     np.concatenate([lam, -lam]))
     factor = 8 * (2 * problem.n_samples + space.rank + problem.k) * _EPS
     shift = factor * (np.linalg.norm(A) + _weighted_lengths(space.inputs, t, lam))
     alpha = largest_feasible_scale(A, Q, shift)
@@ -125,6 +130,18 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
         alpha = bisect_feasible_scale(A, Q, shift, hi=alpha)
         min_eig = float(np.linalg.eigvalsh(A - alpha * Q)[0])
     return float(alpha * lam.sum()), float(alpha), min_eig
+
+
+def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` (r, r) for rows ``Xr`` (n, r) through the
+    graph Laplacian, ``Xr^T (Deg - W - W^T) Xr``, formed in the given coordinates (so a
+    well-conditioned space keeps its accuracy)."""
+    n = len(Xr)
+    W = sp.coo_matrix((w, (a, b)), shape=(n, n)).tocsr()
+    W = W + W.T
+    laplacian = sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W
+    S = Xr.T @ (laplacian @ Xr)
+    return (S + S.T) / 2
 
 
 def _weighted_lengths(Xr: np.ndarray, t: np.ndarray, lam: np.ndarray) -> float:

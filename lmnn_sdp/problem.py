@@ -107,7 +107,7 @@ class LMNNProblem:
         """``D_M(x_i, x_j)`` for every target pair, shape (n, k)."""
         M = self.check_metric(M)
         V = self._Xc[:, None, :] - self._Xc[self.targets]
-        return np.einsum("nkd,de,nke->nk", V, M, V)
+        return np.einsum("nkd,nkd->nk", V @ M, V)
 
     # -- triplets -------------------------------------------------------------
     def triplet_margins(self, M, triplets) -> np.ndarray:
@@ -122,7 +122,7 @@ class LMNNProblem:
             s = t[start:start + 65536]
             a = Xc[s[:, 0]] - Xc[s[:, 1]]
             b = Xc[s[:, 0]] - Xc[s[:, 2]]
-            out[start:start + 65536] = 1.0 + np.einsum("td,de,te->t", a - b, M, a + b)
+            out[start:start + 65536] = 1.0 + np.einsum("td,td->t", (a - b) @ M, a + b)
         return out
 
     def active_triplets(self, M, band: float = 0.0) -> np.ndarray:

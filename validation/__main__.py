@@ -16,7 +16,7 @@ from pathlib import Path
 
 from validation import certified_corpus, crosscheck, datasets
 from validation.exact import certify_bundled, format_table
-from validation.instances import builtin_instances
+from validation.instances import builtin_instances, medium_instances
 
 
 def main(argv=None) -> int:
@@ -56,13 +56,21 @@ def crosscheck_main(argv) -> int:
                                      description=crosscheck.__doc__.splitlines()[0])
     parser.add_argument("--instances", nargs="+", metavar="TEXT",
                         help="only instances whose name contains one of these")
+    parser.add_argument("--suite", choices=["all", "builtin", "medium"], default="all",
+                        help="built-in instances, medium real-data ones (fetched data), or both")
     parser.add_argument("--solvers", nargs="+", default=list(crosscheck.FAST_SOLVERS),
                         choices=sorted(crosscheck.FAST_SOLVERS))
-    parser.add_argument("--tol", type=float, default=1e-4, help="largest relative difference")
+    parser.add_argument("--tol", type=float, default=1e-6,
+                        help="largest relative difference and fast certified gap")
     parser.add_argument("--jobs", type=int, default=1, help="instances run in parallel")
     parser.add_argument("--report", type=Path, metavar="DIR", help="write JSON and Markdown here")
     args = parser.parse_args(argv)
-    instances = builtin_instances()
+    instances = builtin_instances() if args.suite != "medium" else []
+    if args.suite != "builtin":
+        medium, skipped = medium_instances()
+        instances += medium
+        for message in skipped:
+            print(message)
     if args.instances:
         instances = [i for i in instances if any(text in i.name for text in args.instances)]
         if not instances:

@@ -1,10 +1,17 @@
-"""The built-in suite of small LMNN instances: no download, every one certifiable.
+"""The instances the cross-check and the corpus run on.
 
-Subsets of iris, wine, breast cancer and digits (PCA-reduced), synthetic blobs,
-the zebra-stripes toy of Fig. 2 and degenerate cases (duplicate points,
-rank-deficient inputs, a class of exactly k+1 members, ten classes, no
-impostors at all), with k from 1 to 5 and mu in {0.2, 0.5, 0.8}. The
-cross-check and the certified corpus both draw from this list.
+``builtin_instances``: the suite of small LMNN instances, no download, every one
+certifiable: subsets of iris, wine, breast cancer and digits (PCA-reduced),
+synthetic blobs, the zebra-stripes toy of Fig. 2 and degenerate cases
+(duplicate points, rank-deficient inputs, a class of exactly k+1 members, ten
+classes, no impostors at all), with k from 1 to 5 and mu in {0.2, 0.5, 0.8}.
+The cross-check and the certified corpus both draw from this list.
+
+``medium_instances``: a few thousand rows of the fetched real data sets
+(``python -m validation data fetch``), large enough that the fast solver runs
+its working set and searches as at scale, small enough that the exact side
+certifies them in seconds: letters, Satellite's raw 0..255 pixels (scale must
+not matter), Ionosphere and a Fashion-MNIST subset.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import numpy as np
 from sklearn.datasets import make_blobs
 
 from lmnn_sdp import LMNNProblem
-from validation.datasets import load_bundled
+from validation.datasets import load_bundled, load_fashion_mnist, load_letters, load_mlbench
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,46 @@ def builtin_instances() -> list[Instance]:
     names = [instance.name for instance in suite]
     assert len(set(names)) == len(names)
     return suite
+
+
+def medium_instances() -> tuple[list[Instance], list[str]]:
+    """The medium instances whose data is present, and a message for each data set that is not."""
+    loaders = {
+        "letters": _letters, "satellite": _satellite, "ionosphere": _ionosphere, "fashion-mnist": _fashion,
+    }
+    found, missing = [], []
+    for name, loader in loaders.items():
+        try:
+            found.extend(loader())
+        except FileNotFoundError as err:
+            missing.append(f"skipped {name}: {err}")
+    return found, missing
+
+
+def _letters() -> list[Instance]:
+    X, y = load_letters()
+    return [Instance(f"letters-n{n}-k{k}-mu{mu}", X[:n], y[:n], k, mu, f"UCI letters, first {n} rows")
+            for n, k, mu in ((2000, 2, 0.3), (2500, 3, 0.5))]
+
+
+def _satellite() -> list[Instance]:
+    X, y = load_mlbench("Satellite")
+    return [Instance("satellite-n1500-k3-mu0.5", X[:1500], y[:1500], 3, 0.5,
+                     "mlbench Satellite, first 1500 rows, 36 raw pixel values 0..255")]
+
+
+def _ionosphere() -> list[Instance]:
+    X, y = load_mlbench("Ionosphere")
+    return [Instance("ionosphere-n351-k3-mu0.5", X, y, 3, 0.5, "mlbench Ionosphere, all 351 rows")]
+
+
+def _fashion() -> list[Instance]:
+    from sklearn.decomposition import PCA
+
+    X, y, _, _ = load_fashion_mnist()
+    X = PCA(24, random_state=0).fit_transform(X[:2000])
+    return [Instance("fashion-pca24-n2000-k3-mu0.5", X, y[:2000], 3, 0.5,
+                     "Fashion-MNIST, first 2000 training images / 255, PCA-24 fitted on them")]
 
 
 def bundled_subset(name: str, n: int, seed: int, pca: int | None = None):

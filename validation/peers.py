@@ -72,7 +72,7 @@ def fit_metric_learn(problem: LMNNProblem) -> np.ndarray:
 
 def fit_fast(problem: LMNNProblem) -> np.ndarray:
     """Our fast solver (App. A), for comparison."""
-    return fast_solver.solve(problem).M
+    return fast_solver.solve(problem).metric
 
 
 PEERS = {"pylmnn": fit_pylmnn, "metric-learn": fit_metric_learn, "lmnn-sdp fast": fit_fast}

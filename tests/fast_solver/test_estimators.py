@@ -22,9 +22,9 @@ EXPECTED_FAILURES = {
 
 
 def test_passes_sklearn_estimator_checks():
-    # API conformance on scikit-learn's small random data: a short budget without
-    # the exact finishing stage keeps this fast (accuracy is pinned elsewhere).
-    estimator = LMNN(max_iter=100, polish=False)
+    # API conformance on scikit-learn's small random data: a short budget keeps
+    # this fast (accuracy is pinned elsewhere).
+    estimator = LMNN(max_iter=50)
     results = check_estimator(estimator, expected_failed_checks=EXPECTED_FAILURES, on_fail=None)
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert failed == []
@@ -37,7 +37,7 @@ def test_fit_learns_a_metric_that_helps_knn():
     model = LMNN(k=3, mu=0.5).fit(X, y)
     np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_, atol=1e-10)
     assert model.converged_ and model.n_iter_ > 0
-    assert model.objective_ == pytest.approx(234.1110425, rel=1e-8)
+    assert model.lower_bound_ <= model.objective_ <= model.lower_bound_ * (1 + 1e-6)
     assert model.transform(X).shape == (150, 4)
     knn = lambda Z: KNeighborsClassifier(3).fit(Z[::2], y[::2]).score(Z[1::2], y[1::2])
     assert knn(model.transform(X)) >= knn(X)
@@ -46,24 +46,24 @@ def test_fit_learns_a_metric_that_helps_knn():
 def test_budget_exhausted_warns():
     X, y = load_iris(return_X_y=True)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        model = LMNN(max_iter=2, polish=False).fit(X, y)
-    assert not model.converged_ and model.n_iter_ == 2
+        model = LMNN(max_iter=2).fit(X, y)
+    assert not model.converged_ and model.n_iter_ <= 2
 
 
-def test_verbose_prints_progress_table(capsys):
+def test_verbose_prints_one_row_per_stage(capsys):
     X, y = load_iris(return_X_y=True)
-    LMNN(max_iter=25, polish=False, verbose=10).fit(X, y)
+    model = LMNN(verbose=1).fit(X, y)
     out = capsys.readouterr().out.splitlines()
-    assert "Objective" in out[1] and "Active" in out[1]
+    assert "Upper" in out[1] and "Lower" in out[1] and "Gap" in out[1]
     rows = [line.split() for line in out[3:]]
-    assert [int(r[1]) for r in rows if int(r[1]) % 10 == 0][:2] == [10, 20]
-    assert all(float(r[2]) > 0 for r in rows)
+    assert [int(r[1]) for r in rows] == list(range(model.result_.n_stages))
+    assert float(rows[-1][6]) <= 1e-6 and all(float(r[2]) > 0 for r in rows)
 
 
 def test_random_init_is_seeded():
     X, y = load_iris(return_X_y=True)
-    a = LMNN(init="random", random_state=0, max_iter=5, polish=False)
-    b = LMNN(init="random", random_state=0, max_iter=5, polish=False)
+    a = LMNN(init="random", random_state=0, max_iter=5)
+    b = LMNN(init="random", random_state=0, max_iter=5)
     with pytest.warns(ConvergenceWarning):
         np.testing.assert_array_equal(a.fit(X, y).metric_, b.fit(X, y).metric_)
 

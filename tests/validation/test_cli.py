@@ -7,10 +7,32 @@ from validation.exact import certify_bundled, format_table
 
 
 def test_main_job_is_the_crosscheck(capsys):
-    assert main(["--instances", "rank-deficient", "class-of-k+1"]) == 0
+    assert main(["--suite", "builtin", "--instances", "rank-deficient", "class-of-k+1"]) == 0
     out = capsys.readouterr().out
-    assert "2 of 2 passed (tolerance 0.0001 relative)" in out
+    assert "2 of 2 passed (tolerance 1e-06 relative)" in out
     assert "48.37139799" in out  # the certified optimum of the rank-deficient instance
+
+
+def test_crosscheck_fails_a_fast_solver_that_does_not_prove_its_gap(monkeypatch):
+    import fast_solver
+    from validation import crosscheck
+    from validation.instances import builtin_instances
+
+    monkeypatch.setitem(crosscheck.FAST_SOLVERS, "lmnn", lambda problem, tol: fast_solver.solve(problem, max_iter=3))
+    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    row = crosscheck.crosscheck(instance, progress=False)[0]
+    assert not row["converged"] and not row["passed"]
+
+
+def test_medium_instances_are_skipped_with_the_fetch_command_when_data_is_absent(monkeypatch, tmp_path):
+    from validation import datasets
+    from validation.instances import medium_instances
+
+    monkeypatch.setenv("LMNN_SDP_DATA", str(tmp_path))
+    monkeypatch.setattr(datasets, "SYSTEM_ROOT", tmp_path)
+    found, skipped = medium_instances()
+    assert found == [] and len(skipped) == 4
+    assert all("python -m validation data fetch" in message for message in skipped)
 
 
 def test_unknown_command_is_named(capsys):

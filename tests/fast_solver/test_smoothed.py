@@ -1,0 +1,90 @@
+"""The smoothed objective against brute force over every triplet: value, multipliers,
+dual matrix, gradient and Hessian products by finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+
+from fast_solver.smoothed import PairGraph, SmoothedObjective, WorkingSet
+from fast_solver.whitening import whiten
+from lmnn_sdp.problem import LMNNProblem
+
+
+@pytest.fixture(scope="module")
+def setting():
+    X, y = make_blobs(40, 3, centers=3, cluster_std=3.0, random_state=0)
+    problem = LMNNProblem(X, y, k=2, mu=0.3)
+    whitening = whiten(problem)
+    pairs = np.unique(problem.all_triplets()[:, [0, 2]], axis=0)  # every impostor pair
+    ws = WorkingSet.from_pairs(pairs[:, 0], pairs[:, 1], problem.n_samples)
+    L = np.random.default_rng(0).normal(size=(whitening.rank, whitening.rank))
+    return problem, whitening, SmoothedObjective(whitening, problem.targets, problem.mu, ws), L
+
+
+def brute_force(problem, M, gamma):
+    """F_gamma, eq. 14, the multipliers and the dual matrix over all triplets, on the inputs."""
+    t = problem.all_triplets()
+    h = problem.triplet_margins(M, t)
+    smooth = np.where(h >= gamma, h - gamma / 2, np.where(h > 0, h * h / (2 * gamma), 0.0))
+    pull = problem.target_distances(M).sum()
+    lam = problem.mu * np.clip(h / gamma, 0.0, 1.0)
+    X = problem.X_centered
+    a, b = X[t[:, 0]] - X[t[:, 1]], X[t[:, 0]] - X[t[:, 2]]
+    Z = (1 - problem.mu) * problem.pull_matrix() + (a * lam[:, None]).T @ a - (b * lam[:, None]).T @ b
+    return ((1 - problem.mu) * pull + problem.mu * smooth.sum(), problem.objective(M), lam, Z, t, h)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.3, 0.01])
+def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
+    problem, whitening, objective, L = setting
+    ev = objective.evaluate(L, gamma)
+    value, eq14, lam, Z, t, h = brute_force(problem, whitening.metric(L.T @ L), gamma)
+    assert ev.value == pytest.approx(value, rel=1e-12)
+    assert ev.objective == pytest.approx(eq14, rel=1e-12)
+    assert ev.multiplier_sum == pytest.approx(lam.sum(), rel=1e-12)
+    assert ev.complementarity == pytest.approx(np.sum((problem.mu - lam) * np.maximum(h, 0)), rel=1e-10)
+    assert ev.n_active == np.count_nonzero(h > 0)
+    assert ev.n_transition == np.count_nonzero((h > 0) & (h < gamma))
+    # the gradient in M_w is the dual matrix Z(lambda) of DESIGN.md, in whitened coordinates
+    W = whitening.basis
+    np.testing.assert_allclose(ev.dual_matrix, W.T @ Z @ W, rtol=1e-9, atol=1e-9 * np.abs(ev.dual_matrix).max())
+    triplets, multipliers = objective.multipliers()
+    order = np.lexsort(t.T[::-1])
+    positive = lam[order] > 0
+    np.testing.assert_array_equal(np.unique(triplets, axis=0), t[order][positive])
+    assert multipliers.sum() == pytest.approx(lam.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.05])
+def test_gradient_and_hessian_products_match_finite_differences(setting, gamma):
+    _, _, objective, L = setting
+    step = 1e-6
+    numeric = np.zeros_like(L)
+    for index in np.ndindex(L.shape):
+        E = np.zeros_like(L)
+        E[index] = step
+        numeric[index] = (objective.evaluate(L + E, gamma).value - objective.evaluate(L - E, gamma).value) / (2 * step)
+    ev = objective.evaluate(L, gamma)
+    np.testing.assert_allclose(ev.gradient, numeric, rtol=1e-6, atol=1e-6 * np.abs(numeric).max())
+    V = np.random.default_rng(1).normal(size=L.shape)
+    product = objective.hessian_product(V)
+    difference = (objective.evaluate(L + step * V, gamma).gradient
+                  - objective.evaluate(L - step * V, gamma).gradient) / (2 * step)
+    np.testing.assert_allclose(product, difference, rtol=1e-5, atol=1e-5 * np.abs(difference).max())
+
+
+def test_pair_graph_scatter_is_the_sum_of_weighted_outer_products():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 4))
+    a, b = rng.integers(0, 12, 30), rng.integers(0, 12, 30)
+    w = rng.normal(size=30)
+    D = X[a] - X[b]
+    np.testing.assert_allclose(PairGraph(a, b, 12).scatter(w, X), (D * w[:, None]).T @ D, atol=1e-12)
+
+
+def test_working_set_sorts_and_deduplicates_pairs():
+    ws = WorkingSet.from_pairs(np.array([2, 0, 2, 0]), np.array([1, 3, 1, 2]), 4)
+    assert ws.owner.tolist() == [0, 0, 2] and ws.impostors.tolist() == [2, 3, 1]
+    assert ws.ptr.tolist() == [0, 2, 2, 3, 3]

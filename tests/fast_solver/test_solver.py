@@ -1,0 +1,133 @@
+"""The certified solver: converged only when proved, evidence that re-verifies, edge cases."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_blobs
+
+import fast_solver
+from fast_solver import solve
+from lmnn_sdp import LMNNProblem, solve_lmnn
+from lmnn_sdp.bounds import dual_lower_bound
+
+IRIS_OPTIMUM = 226.7394142  # iris, k=3, mu=0.5 (validation/corpus, certified to 3e-11)
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return LMNNProblem(X, y, k=3, mu=0.5)
+
+
+@pytest.fixture(scope="module")
+def iris_result(iris):
+    return solve(iris)
+
+
+def test_converges_to_the_certified_optimum(iris, iris_result):
+    r = iris_result
+    assert r.converged and r.certified and r.status == "converged"
+    assert r.relative_gap <= 1e-6
+    assert r.lower <= IRIS_OPTIMUM * (1 + 1e-9) <= r.upper * (1 + 1e-9)
+    assert r.upper == pytest.approx(iris.objective(r.metric), rel=1e-10)
+    assert r.upper == pytest.approx(IRIS_OPTIMUM, rel=1e-6)
+    np.testing.assert_allclose(r.components.T @ r.components, r.metric, atol=1e-8 * np.abs(r.metric).max())
+
+
+def test_evidence_re_derives_the_lower_bound(iris, iris_result):
+    c = iris_result.certificate
+    # lmnn_sdp re-proves it in its own coordinates: the same bound up to rounding
+    lower, alpha, _ = dual_lower_bound(iris, c.triplets, c.multipliers)
+    assert lower == pytest.approx(c.lower, rel=1e-10) and alpha == pytest.approx(c.dual_scale, rel=1e-10)
+    assert np.all((c.multipliers > 0) & (c.multipliers <= iris.mu))
+    # each evidence triplet is active at the solver's metric, and the multipliers sum to the bound
+    assert np.all(iris.triplet_margins(iris_result.metric, c.triplets) > -0.05)
+    assert c.lower == pytest.approx(c.dual_scale * c.multipliers.sum(), rel=1e-12)
+
+
+def test_tampered_evidence_does_not_keep_the_bound(iris, iris_result):
+    c = iris_result.certificate
+    doubled, _, _ = dual_lower_bound(iris, c.triplets, 2 * c.multipliers)  # clipped at mu, then scaled
+    assert doubled <= IRIS_OPTIMUM * (1 + 1e-9)
+    flipped, _, _ = dual_lower_bound(iris, c.triplets, -c.multipliers)
+    assert flipped == 0.0
+    shifted = c.triplets.copy()
+    shifted[:, 2] = shifted[::-1, 2]  # the multipliers on other triplets
+    assert dual_lower_bound(iris, shifted, c.multipliers)[0] < 0.99 * c.lower
+
+
+def test_budget_stops_early_without_converging(iris):
+    r = solve(iris, max_iter=2)
+    assert not r.converged and r.status == "max_iter" and r.relative_gap > 1e-6
+    assert "max_iter=2" in r.message and r.n_iter <= 2
+    assert r.lower <= IRIS_OPTIMUM * (1 + 1e-9) <= r.upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_bracket_the_exact_optimum_on_random_instances(seed):
+    rng = np.random.default_rng(seed)
+    n, d, classes = rng.integers(20, 40), rng.integers(2, 5), rng.integers(2, 4)
+    X, y = make_blobs(int(n), int(d), centers=int(classes), cluster_std=rng.uniform(1, 4), random_state=seed)
+    problem = LMNNProblem(X, y, k=int(rng.integers(1, 4)), mu=float(rng.choice([0.2, 0.5, 0.8])))
+    exact = solve_lmnn(problem, method="full", tol=1e-8)
+    fast = solve(problem, max_iter=int(rng.choice([3, 1000])))
+    assert fast.lower <= exact.certificate.upper * (1 + 1e-9)
+    assert fast.upper >= exact.certificate.lower * (1 - 1e-9)
+    if fast.converged:
+        assert fast.upper <= exact.certificate.upper * (1 + 1e-6)
+
+
+def test_optimum_is_invariant_to_linear_maps_of_the_inputs(iris, iris_result):
+    A = np.diag([1e3, 1.0, 1e-3, 7.0]) @ np.random.default_rng(3).normal(size=(4, 4))
+    mapped = LMNNProblem(iris.X @ A, iris.y, mu=iris.mu, targets=iris.targets)
+    r = solve(mapped)
+    assert r.converged and r.upper == pytest.approx(iris_result.upper, rel=2e-6)
+
+
+def test_mu_zero_is_solved_by_the_zero_metric(iris):
+    r = solve(LMNNProblem(iris.X, iris.y, k=3, mu=0.0))
+    assert r.converged and r.upper == 0.0 and r.lower == 0.0 and not r.metric.any()
+
+
+def test_mu_one_reports_honest_bounds(iris):
+    problem = LMNNProblem(iris.X[::3], iris.y[::3], k=2, mu=1.0)
+    r = solve(problem, max_iter=200)
+    assert 0.0 <= r.lower <= r.upper * (1 + 1e-9)
+    assert r.converged == (r.relative_gap <= 1e-6)
+
+
+def test_callback_sees_every_stage_with_growing_bounds(iris):
+    stages = []
+    r = solve(iris, callback=stages.append)
+    assert len(stages) == r.n_stages >= 2
+    assert [s.stage for s in stages] == list(range(len(stages)))
+    assert all(b.upper <= a.upper and b.lower >= a.lower for a, b in zip(stages, stages[1:]))
+    assert all(b.gamma <= a.gamma for a, b in zip(stages, stages[1:]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_iter": -1}, "max_iter"), ({"tol": -1.0}, "tol"), ({"tol": float("nan")}, "tol"),
+    ({"search": "kd"}, "search"), ({"band": -0.1}, "band"),
+])
+def test_bad_options_raise(iris, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        solve(iris, **kwargs)
+
+
+def test_non_psd_start_is_rejected(iris):
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        solve(iris, M0=np.diag([1.0, 1.0, 1.0, -1.0]))
+
+
+def test_importing_the_fast_solver_does_not_load_cvxpy():
+    code = "import sys, fast_solver; fast_solver.solve; assert 'cvxpy' not in sys.modules, 'cvxpy loaded'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_package_exports():
+    assert fast_solver.solve is solve
+    assert {"LMNN", "solve", "FastLMNNResult", "active_triplets", "project_psd"} <= set(fast_solver.__all__)
