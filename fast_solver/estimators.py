@@ -113,8 +113,9 @@ class LMNN(TransformerMixin, BaseEstimator):
         self.converged_ = result.converged
         self.result_ = result
         if not result.converged:
-            warnings.warn(f"[{type(self).__name__}] LMNN did not converge: {result.message}; "
-                          "raise max_iter.", ConvergenceWarning)
+            warnings.warn(f"[{type(self).__name__}] LMNN did not converge: the certified gap "
+                          f"{result.relative_gap:.3g} is above tol={self.tol:g} after {result.n_iter} "
+                          "Newton iterations; raise max_iter.", ConvergenceWarning)
         return self
 
     def transform(self, X):

@@ -101,6 +101,17 @@ def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
     return out
 
 
+def cross_product(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``X^T Y`` for ``X`` (n, r) and ``Y`` (n, s), shape (r, s): one product per row chunk
+    on ``SEARCH_THREADS`` threads, summed (BLAS runs single-threaded inside the solver)."""
+    chunk = -(-len(X) // SEARCH_THREADS)
+    if SEARCH_THREADS == 1 or len(X) < 2 * _MIN_CHUNK:
+        return X.T @ Y
+    parts = _thread_pool().map(lambda start: X[start:start + chunk].T @ Y[start:start + chunk],
+                               range(0, len(X), chunk))
+    return sum(parts)
+
+
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
     """Search radius ``max_j D(i, j) + 1 + band`` of every point (App. A), shape (n,)."""
     return target_d.max(axis=1) + 1.0 + band

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver import kernels
-from fast_solver.impostors import map_rows
+from fast_solver.impostors import cross_product, map_rows
 from fast_solver.whitening import Whitening
 
 
@@ -51,7 +51,7 @@ class PairGraph:
         """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
         edge_w = np.concatenate([weights, weights])[self.order]
         Y = kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
-        S = X.T @ Y
+        S = cross_product(X, Y)
         return (S + S.T) / 2
 
 
@@ -96,7 +96,6 @@ class Evaluation:
     n_transition: int
     dual_matrix: np.ndarray  # G (r, r)
     gradient: np.ndarray  # 2 L G (r, r)
-    target_distances: np.ndarray  # D(i, j) (n, k)
 
 
 class SmoothedObjective:
@@ -144,7 +143,7 @@ class SmoothedObjective:
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
             objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
             complementarity=float(comp), n_active=int(active), n_transition=int(transition),
-            dual_matrix=G, gradient=2.0 * L @ G, target_distances=target_d)
+            dual_matrix=G, gradient=2.0 * L @ G)
         return self.current
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:

@@ -4,34 +4,40 @@ One algorithm and one stopping rule at every size (DESIGN.md, "One path at
 every size"); size only picks block sizes and threads.
 
 1. **Coordinates.** The data range whitened by the pull matrix
-   (``fast_solver.whitening``): the problem, the start and every step are the
-   same for any linear map of the inputs, feature scaling included.
-2. **Smoothed hinge, exact working set.** Stage ``s`` minimises ``F_gamma`` of
+   (``fast_solver.whitening``): the problem and every step are the same for any
+   linear map of the inputs, feature scaling included.
+2. **Smoothed hinge, exact working set.** Each stage minimises ``F_gamma`` of
    ``fast_solver.smoothed`` (eq. 14 with the hinge smoothed over a width
-   ``gamma``) on the pairs found by an exact impostor search
-   (``fast_solver.working_set``), over ``L`` with ``M_w = L^T L``.
-3. **Second order.** Each stage runs a trust-region Newton method with Krylov
-   subproblems (SciPy's ``trust-krylov``) on ``L``: the Hessian-vector product
-   costs one pass over the triplets in transition, and negative curvature (the
-   saddles of ``L^T L`` where a direction of ``M`` should grow from zero) is
-   followed, not stalled at.
-4. **Continuation and extrapolation.** ``gamma`` starts at the margin (1) and
+   ``gamma``) over ``L`` with ``M_w = L^T L``, on the pairs found by an exact
+   impostor search (``fast_solver.working_set``). The set is searched again
+   when the metric has moved by ``STALE_DRIFT`` (relative, spectral norm) since
+   the last search, and at the end of every stage.
+3. **Second order.** The Newton iterations are a trust-region method with
+   truncated conjugate gradients (``fast_solver.trust_region``): a
+   Hessian-vector product costs one pass over the triplets in transition
+   (``0 < h < gamma``). Steps are capped at ``MAX_RADIUS |L|``, so no step lands
+   on ``L = 0``, and when a negative eigenvalue of the dual matrix ``G`` on a
+   direction ``M`` lacks (a saddle of ``L -> L^T L``) dominates the gap for
+   ``SADDLE_PATIENCE`` iterations, a line search along ``M + t P_S(-G)`` leaves it.
+4. **Continuation and extrapolation.** ``gamma`` starts at ``INITIAL_GAMMA`` and
    shrinks by ``SHRINK`` whenever the smoothing, not the optimisation, limits
    the gap. For a fixed pattern of active and transition triplets the minimiser
    ``M_gamma`` is affine in ``gamma``, so two consecutive stages give the
    Richardson extrapolation ``M_0 = M_g + gamma (M_g - M_prev) / (gamma_prev - gamma)``
-   (projected on the PSD cone) as the primal candidate, and the point of that
-   line at the next ``gamma`` as the next start.
+   (projected on the PSD cone). Both ``M_g`` and ``M_0`` are scored by eq. 14
+   after an exact search; when ``M_0`` is better, the next stage starts on the
+   extrapolated line at the next ``gamma``.
 5. **Certified stop.** The smoothing multipliers ``lambda = mu clip(h / gamma, 0, 1)``
-   are dual candidates (their dual matrix is the gradient); scaled into the dual
-   cone by ``lmnn_sdp.bounds.dual_lower_bound`` (numpy and scipy only) they give
-   a rigorous lower bound, and eq. 14 at ``M_0``, after an exact search, the
-   upper bound. ``converged`` is True only when these prove ``relative_gap <= tol``.
+   are dual candidates (their dual matrix is the gradient ``G``); scaled into
+   the dual cone by ``lmnn_sdp.bounds.dual_lower_bound`` (numpy and scipy only,
+   here in the whitened coordinates) they give a rigorous lower bound, and the
+   best metric's eq. 14 right after an exact search the upper bound.
+   ``converged`` is True only when these prove ``relative_gap <= tol``.
 
 Within a stage the Newton iterations stop when the estimated gap is no longer
-dominated by optimisation error: ``gap - comp <= comp / 2`` with ``comp`` the
-complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves, or when
-the gap estimate is already below ``tol / 2``.
+dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
+complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when
+the estimated gap against the best metric so far is below ``tol``.
 
 What was tried and measured (2-core machine; "gap" is the certified relative gap):
 
@@ -39,16 +45,31 @@ What was tried and measured (2-core machine; "gap" is the certified relative gap
   31 built-in instances it stopped by its own rule 1e-3 to 1.8 above the
   optimum on 14 of them, so an exact finishing stage had to take over on small
   problems and nothing proved the answer on large ones.
-* L-BFGS on ``L`` with the same smoothing: certified all three hard instances
-  tried but stalled at saddles (wine, 80 rows, k=4, mu=0.8: 2.1e-4 above the
-  optimum, a negative eigenvalue of ``G`` on the null space of ``M``) until an
-  explicit escape step was added; ~2.3x the evaluations of the trust-region
-  method on letters.
+* L-BFGS on ``L`` with the same smoothing: stalled at saddles (wine, 80 rows,
+  k=4, mu=0.8: 2.1e-4 above the optimum, a negative eigenvalue of ``G`` on the
+  null space of ``M``) until an escape step was added; letters 16,000: 115
+  iterations and 10.9 s to 7.7e-7.
+* SciPy's ``trust-krylov`` as the Newton method: letters 9.8 s to 5.3e-7, but it
+  returned NaN steps where the gradient vanishes (``L = 0`` on 4 of the 31
+  built-in instances); hence ``fast_solver.trust_region``.
 * Smoothing with a C^2 transition (smoothstep multipliers) instead of Huber: no
   fewer Newton iterations (Fashion-MNIST 5,000 x PCA-64: 74 against 81 in the
   last stage).
-* Shrink factors 0.1 and 0.3: 0.3 with the extrapolation reached the same gap
-  with fewer Hessian products in the small-``gamma`` stages.
+* Continuation without extrapolation, shrink 0.1: Fashion-MNIST 5,000 x PCA-64
+  needed ``gamma = 7e-4`` (72 s) for 3e-7; the extrapolated metric's gap at
+  ``gamma = 8e-3`` was already 8.8e-6 (2.3e-3 -> 1.4e-4 at 0.09).
+* Shrink 0.3 against adaptive shrinking to the needed ``gamma`` (down to 0.1 per
+  stage): letters 3.3 s against 4.7 s (more Newton iterations per stage).
+* First ``gamma`` 1 / 0.3 / 0.1 / 0.03: letters 4.5 / 3.1 / 2.6 / 2.5 s,
+  Fashion-MNIST 10,000 x PCA-164 (to 1e-4) 83 / - / 82 / 93 s; all 31 built-in
+  instances certified at 0.1 and 0.03.
+* New searches whenever some point might miss an impostor (certified floors,
+  as App. A's re-checks): Fashion-MNIST 10,000 x 164 made 99 searches and 187 s,
+  because the floors collapse when a rank-deficient metric turns; the drift rule
+  made 19 searches and 83 s, and Newton iterations fell from 267 to 113 (each
+  search restarted the trust region).
+* Start at the whitened identity instead of the Euclidean metric (both scaled to
+  mean target distance 1): letters 4.8 s against 4.0 s.
 * Dual multipliers by a bounded least-squares fit of complementary slackness
   at ``M_0`` (``scipy.optimize.lsq_linear``): bounds no better than the
   smoothing multipliers, and minutes per fit at 5,000 x 64.

@@ -28,13 +28,13 @@ def certify_subset(X: np.ndarray, y: np.ndarray, n: int, method: str, solver: st
     """Exact solve of the first ``n`` rows; returns the row of the table.
 
     With ``warm_start`` the fast solver runs first (its time counts) and hands
-    its metric (aggregated) or its working set (cutting plane) to the exact solve."""
+    its metric (aggregated) or its active triplets (cutting plane) to the exact solve."""
     problem = LMNNProblem(X[:n], y[:n], k=3, mu=0.5)
     start = time.perf_counter()
     options = {}
     if warm_start:
         fast = fast_solver.solve(problem)
-        options = {"start": fast.M} if method == "aggregated" else {"working_set": fast.working_set}
+        options = {"start": fast.metric} if method == "aggregated" else {"working_set": fast.active_triplets}
     fast_seconds = time.perf_counter() - start
     result = solve_lmnn(problem, solver, method=method, tol=tol, progress=True, **options)
     seconds = time.perf_counter() - start
