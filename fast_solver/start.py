@@ -1,0 +1,74 @@
+"""The starting metric: the best multiple of a base metric, judged on a sample of anchors.
+
+eq. 14 at ``s M`` is convex in ``s``, and its scale matters more than its shape
+at the start: too small a metric makes every near point an impostor (Fashion-
+MNIST, 60,000 x 164, Euclidean scaled to mean target distance 1: 20.5 million
+impostor pairs, a 47 s first search and 3.9 GiB), too large a one wastes stages
+growing the margin back. The sampled objective takes ``ANCHORS`` evenly spaced
+points ``i`` and all their triplets ``(i, j, l)`` exactly:
+
+    e(s) = (1-mu) s sum_{i, j} D(i, j) + mu sum_{i, j, l} [1 + s (D(i, j) - D(i, l))]_+,
+
+and a golden-section search over ``log s`` (``SEARCH_STEPS`` steps within
+``SCALE_RANGE`` of the scale where target distances average 1) minimises it.
+Measured on Fashion-MNIST 10,000 x 164 (300 anchors, brute force): the estimated eq. 14 is
+377,000 at mean target distance 1 and 158,000 at 3 times that scale, with 198
+and 23 impostor pairs per point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lmnn_sdp.problem import LMNNProblem
+
+ANCHORS = 128
+SCALE_RANGE = 1e3
+SEARCH_STEPS = 30
+_RATIO = (np.sqrt(5) - 1) / 2
+
+
+def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
+    """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero.
+
+    Each anchor's distances to the other classes are sorted once, with prefix
+    sums, so ``e(s)`` costs a binary search per target pair."""
+    Xc = problem.X_centered
+    n = problem.n_samples
+    anchors = np.unique(np.linspace(0, n - 1, min(ANCHORS, n)).astype(np.intp))
+    target_d = problem.target_distances(M)
+    unit = n * problem.k / max(float(target_d.sum()), np.finfo(float).tiny)
+    XM = Xc @ M
+    sq = np.einsum("nd,nd->n", XM, Xc)
+    D = sq[anchors, None] + sq[None, :] - 2.0 * (XM[anchors] @ Xc.T)
+    D[problem.label_codes[None, :] == problem.label_codes[anchors, None]] = np.inf
+    D.sort(axis=1)  # other classes first, ascending; inf for the own class
+    prefix = np.cumsum(np.where(np.isfinite(D), D, 0.0), axis=1)
+    anchor_d = target_d[anchors]
+
+    def sampled(log_s: float) -> float:
+        s = np.exp(log_s)
+        push = 0.0
+        for row, (distances, sums) in enumerate(zip(D, prefix)):
+            counts = np.searchsorted(distances, anchor_d[row] + 1.0 / s)  # hinge > 0 below this
+            within = np.where(counts > 0, sums[np.maximum(counts - 1, 0)], 0.0)
+            push += float(np.sum(counts * (1.0 + s * anchor_d[row]) - s * within))
+        return (1.0 - problem.mu) * s * float(anchor_d.sum()) + problem.mu * push
+
+    return float(np.exp(_golden_section(sampled, np.log(unit / SCALE_RANGE), np.log(unit * SCALE_RANGE))))
+
+
+def _golden_section(f, lo: float, hi: float) -> float:
+    """Minimiser of a unimodal ``f`` on ``[lo, hi]`` to ``SEARCH_STEPS`` golden steps."""
+    a, b = hi - _RATIO * (hi - lo), lo + _RATIO * (hi - lo)
+    fa, fb = f(a), f(b)
+    for _ in range(SEARCH_STEPS):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - _RATIO * (hi - lo)
+            fa = f(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + _RATIO * (hi - lo)
+            fb = f(b)
+    return a if fa <= fb else b
