@@ -58,7 +58,7 @@ def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12
     """The largest ``c >= 0`` with ``M_new - c M_old`` PSD, so ``D_new(x, z) >= c D_old(x, z)``.
 
     This bound on how much any distance can shrink lets a re-check skip the
-    points whose impostor radius is still covered (``fast_solver.active_set``).
+    points whose impostor radius is still covered (``fast_solver.working_set``).
     With ``M_old = U Lambda U^T`` (``U`` of shape (d, r), its range) and ``N``
     its null space, ``c`` is the smallest eigenvalue of
     ``Lambda^{-1/2} S Lambda^{-1/2}`` where ``S`` is the Schur complement of

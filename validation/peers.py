@@ -71,7 +71,7 @@ def fit_metric_learn(problem: LMNNProblem) -> np.ndarray:
 
 
 def fit_fast(problem: LMNNProblem) -> np.ndarray:
-    """Our fast solver (App. A), for comparison."""
+    """Our fast solver, for comparison."""
     return fast_solver.solve(problem).metric
 
 
