@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from fast_solver.impostors import SEARCH_METHODS
 from fast_solver.result import Stage
 from fast_solver.solver import solve
-from lmnn_sdp.problem import LMNNProblem, metric_components
+from lmnn_sdp.problem import LMNNProblem, check_real_dtype, metric_components
 
 
 class LMNN(TransformerMixin, BaseEstimator):
@@ -94,7 +94,11 @@ class LMNN(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,).
+
+        ``X`` must be real numbers (booleans count as 0/1): complex, text or dates raise a
+        ``NonRealInputError`` (a TypeError and a ValueError) naming the fix."""
+        _reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         n_classes = len(np.unique(y))
@@ -121,7 +125,9 @@ class LMNN(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_features)."""
         check_is_fitted(self)
+        _reject_complex(X)
         X = validate_data(self, X, reset=False)
+        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
         return X @ self.components_.T
 
     def __sklearn_tags__(self):
@@ -131,6 +137,7 @@ class LMNN(TransformerMixin, BaseEstimator):
 
     def _initial_metric(self, d: int) -> np.ndarray | None:
         if isinstance(self.init, np.ndarray):
+            check_real_dtype(self.init.dtype, "init")
             if self.init.shape != (d, d):
                 raise ValueError(f"init must have shape ({d}, {d}) to match X, got {self.init.shape}.")
             return self.init
@@ -138,6 +145,17 @@ class LMNN(TransformerMixin, BaseEstimator):
             A = check_random_state(self.random_state).standard_normal((d, d))
             return A @ A.T / d
         return np.eye(d) if self.init == "identity" else None
+
+
+def _reject_complex(X) -> None:
+    """Complex ``X`` (array, sparse matrix, nested lists) raises before scikit-learn's
+    validation, so the error names ``X`` and the fix; the message keeps scikit-learn's
+    "Complex data not supported"."""
+    dtype = getattr(X, "dtype", None)
+    if not isinstance(dtype, np.dtype):  # lists, data frames, other array-likes
+        dtype = np.asarray(X).dtype
+    if dtype.kind == "c":
+        check_real_dtype(dtype, "X")
 
 
 class _ProgressTable:

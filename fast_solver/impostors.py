@@ -41,9 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.neighbors import BallTree
-from threadpoolctl import threadpool_limits
 
-from fast_solver import kernels
 from fast_solver.psd import transformation_from_metric
 from lmnn_sdp.problem import LMNNProblem
 
@@ -54,39 +52,6 @@ SEARCH_THREADS = len(os.sched_getaffinity(0))
 _PAIR_CHUNK = 1 << 15
 _MIN_CHUNK = 1 << 11
 _POOL = None  # (pid, executor) of _thread_pool
-
-
-def active_triplets(problem: LMNNProblem, M, band: float = 0.0, method: str = "auto") -> np.ndarray:
-    """All triplets with ``1 + D_ij - D_il > -band`` at a PSD ``M``, exact (eq. 14, App. A).
-
-    Same contract as ``LMNNProblem.active_triplets``, found through the
-    impostor-pair search in the space ``L x`` instead of every triplet.
-
-    Parameters
-    ----------
-    problem : LMNNProblem
-    M : array-like of shape (d, d)
-        PSD metric (a negative eigenvalue beyond round-off raises ``ValueError``).
-    band : float >= 0
-        Also return triplets within ``band`` of the margin.
-    method : {"auto", "blockwise", "balltree"}
-        Search path; see the module docstring for the ``"auto"`` rule.
-
-    Returns
-    -------
-    ndarray of int, shape (T, 3)
-        Rows ``(i, j, l)`` ordered by ``i``, target rank, then ``l``.
-    """
-    band = check_band(band)
-    Z = transformed_inputs(problem, check_psd_metric(problem, M))
-    target_d = kernels.target_distances(Z, problem.targets)
-    with threadpool_limits(1, user_api="blas"):  # one class per thread instead
-        i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
-    hinge = 1.0 + target_d[i] - dist[:, None]
-    p, rank = np.nonzero(hinge > -band)
-    order = np.lexsort((l[p], rank, i[p]))
-    p, rank = p[order], rank[order]
-    return np.column_stack([i[p], problem.targets[i[p], rank], l[p]]).astype(np.intp)
 
 
 def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmnn_sdp.bounds import Certificate
+from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.problem import metric_components
 
 
@@ -50,9 +50,9 @@ class FastLMNNResult:
         The same as ``certified``: the solver says converged only when it proved it.
     status : {"converged", "max_iter"}
     message : str
-    certificate : lmnn_sdp.bounds.Certificate
+    certificate : lmnn_sdp.Certificate
         The bounds with their evidence (``triplets``, ``multipliers``,
-        ``dual_scale``); ``lmnn_sdp.bounds.dual_lower_bound`` re-derives ``lower``.
+        ``dual_scale``); ``certificate.verify()`` re-derives them.
     n_iter : int
         Newton iterations over all stages.
     n_stages, n_searches, n_evaluations, n_hessian_products : int

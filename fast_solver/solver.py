@@ -97,7 +97,8 @@ from fast_solver.smoothed import Evaluation, SmoothedObjective
 from fast_solver.start import best_scale
 from fast_solver.whitening import Whitening, whiten
 from fast_solver.working_set import ExactSearch
-from lmnn_sdp.bounds import Certificate, check_candidate_metric, dual_lower_bound, relative_gap
+from lmnn_sdp.bounds import relative_gap
+from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.formulation import ReducedSpace
 from lmnn_sdp.problem import LMNNProblem
 
@@ -319,16 +320,9 @@ class _Run:
         tic = time.perf_counter()
         problem = self.problem
         space = ReducedSpace(basis=self.whitening.basis, inputs=self.whitening.inputs, scale=1.0)
-        M, min_eig = check_candidate_metric(problem, self.whitening.metric(self.upper.metric))
-        upper = self.upper.value
-        lower, alpha, min_eig_dual = dual_lower_bound(problem, self.lower.triplets,
-                                                      self.lower.multipliers, space)
-        gap = relative_gap(upper, lower)
-        self.certificate = Certificate(
-            upper=upper, lower=lower, relative_gap=gap, certified=bool(gap <= self.tol), tol=self.tol,
-            min_eig_metric=min_eig, min_eig_dual=min_eig_dual, dual_scale=alpha,
-            n_multipliers=len(self.lower.triplets), n_free=0, triplets=self.lower.triplets,
-            multipliers=self.lower.multipliers)
+        self.certificate = prove(problem, self.whitening.metric(self.upper.metric),
+                                 self.lower.triplets, self.lower.multipliers, tol=self.tol,
+                                 space=space, upper=self.upper.value)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from lmnn_sdp.line_search import golden_section
 from lmnn_sdp.problem import LMNNProblem
 
 ANCHORS = 128
 SCALE_RANGE = 1e3
 SEARCH_STEPS = 30
-_RATIO = (np.sqrt(5) - 1) / 2
 
 
 def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
@@ -55,20 +55,7 @@ def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
             push += float(np.sum(counts * (1.0 + s * anchor_d[row]) - s * within))
         return (1.0 - problem.mu) * s * float(anchor_d.sum()) + problem.mu * push
 
-    return float(np.exp(_golden_section(sampled, np.log(unit / SCALE_RANGE), np.log(unit * SCALE_RANGE))))
+    log_s, _ = golden_section(sampled, np.log(unit / SCALE_RANGE), np.log(unit * SCALE_RANGE),
+                              SEARCH_STEPS)
+    return float(np.exp(log_s))
 
-
-def _golden_section(f, lo: float, hi: float) -> float:
-    """Minimiser of a unimodal ``f`` on ``[lo, hi]`` to ``SEARCH_STEPS`` golden steps."""
-    a, b = hi - _RATIO * (hi - lo), lo + _RATIO * (hi - lo)
-    fa, fb = f(a), f(b)
-    for _ in range(SEARCH_STEPS):
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - _RATIO * (hi - lo)
-            fa = f(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + _RATIO * (hi - lo)
-            fb = f(b)
-    return a if fa <= fb else b

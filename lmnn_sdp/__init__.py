@@ -9,26 +9,22 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "Certificate": "lmnn_sdp.bounds",
+    "Certificate": "lmnn_sdp.certificates.certificate",
     "certify": "lmnn_sdp.certificate",
     "LMNNProblem": "lmnn_sdp.problem",
-    "SDPResult": "lmnn_sdp.lmnn",
+    "SDPResult": "lmnn_sdp.result",
     "solve_lmnn": "lmnn_sdp.lmnn",
     "solve_lmnn_dual": "lmnn_sdp.lmnn",
-    "MMCCertificate": "lmnn_sdp.mmc",
-    "MMCResult": "lmnn_sdp.mmc",
-    "certify_mmc": "lmnn_sdp.mmc",
-    "label_pairs": "lmnn_sdp.mmc",
-    "mmc_objective": "lmnn_sdp.mmc",
-    "pair_distances": "lmnn_sdp.mmc",
-    "solve_mmc": "lmnn_sdp.mmc",
-    "xing_objective": "lmnn_sdp.mmc",
-    "MMC": "lmnn_sdp.mmc_estimator",
-    "MMResult": "lmnn_sdp.multi_metric",
-    "solve_mm_lmnn": "lmnn_sdp.multi_metric",
-    "MMCertificate": "lmnn_sdp.multi_metric_certificate",
-    "certify_mm": "lmnn_sdp.multi_metric_certificate",
-    "mm_objective": "lmnn_sdp.multi_metric_objective",
+    "MMCCertificate": "lmnn_sdp.mmc.certificate",
+    "MMCResult": "lmnn_sdp.mmc.solve",
+    "certify_mmc": "lmnn_sdp.mmc.certificate",
+    "label_pairs": "lmnn_sdp.mmc.problem",
+    "mmc_objective": "lmnn_sdp.mmc.problem",
+    "pair_distances": "lmnn_sdp.mmc.problem",
+    "solve_mmc": "lmnn_sdp.mmc.solve",
+    "xing_objective": "lmnn_sdp.mmc.problem",
+    "MMC": "lmnn_sdp.mmc.estimator",
+    "solve_mm_lmnn": "lmnn_sdp.lmnn",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,4 +1,5 @@
-"""Rigorous dual lower bounds for LMNN, in numpy and scipy only (DESIGN.md, "Certificates").
+"""Rigorous dual lower bounds for LMNN, single- and multi-metric, in numpy and scipy only
+(DESIGN.md, "Certificates").
 
 Both sides of the library prove their answers here: ``lmnn_sdp.certify`` with
 multipliers from an SDP, ``fast_solver`` with the multipliers of its smoothed
@@ -6,26 +7,39 @@ hinge. Nothing in this module imports cvxpy.
 
 Upper bound: ``eps(M)`` of eq. 14 at a candidate ``M`` (any PSD metric is feasible).
 
-Lower bound: for multipliers ``lambda`` in the box ``[0, mu]^T`` on any triplet set,
-weak duality gives ``opt >= sum_t lambda_t`` as soon as
-``Z(lambda) = (1-mu) P - sum_t lambda_t (C_il - C_ij)`` is PSD. Multipliers are
-first clipped into the box, then scaled by the largest ``alpha`` in [0, 1] that
-keeps ``Z(alpha lambda) = A - alpha Q`` PSD, so the bound is ``alpha * sum(lambda)``
-and no solver status is ever trusted.
+Lower bound: for multipliers ``lambda`` in the box ``[0, mu]`` on distinct triplets of
+the problem, weak duality gives ``opt >= sum_t lambda_t`` as soon as every
 
-``alpha`` comes in closed form from the generalized eigenvalue problem
-``Q u = theta (A - s I) u`` when ``A - s I`` is positive definite, and by bisection
-otherwise. The shift ``s`` is a rounding allowance: ``Z`` is assembled from
-``O(n)``-term sums and its eigenvalues computed in floating point, so we demand
-a computed smallest eigenvalue of at least ``s = 8 (2n + r + k) eps (||A||_F +
-alpha sum_t lambda_t (|C_ij| + |C_il|))``, which bounds those rounding errors.
-All of it runs in a reduced space (``formulation.reduced_space`` by default, or
-any basis of the data range such as the fast solver's whitened coordinates),
-where ``Z`` is PSD iff it is on the inputs, and every sum is formed there. When the pull matrix is singular on the
-data range, ``alpha`` can only be certified where ``Z`` is strictly positive, so
-the bound may be weak; the certificate then says ``certified=False`` rather
-than claim more. Every sum over triplets runs in blocks, so millions of
-multipliers (a fast-solver certificate on 60,000 points) need no ``(T, d)`` array.
+    Z_c(lambda) = (1-mu) P_c - sum_t lambda_t (C_il [c(l)=c] - C_ij [c(j)=c])
+
+is PSD (multi-metric LMNN, sec. 5.2, the dual derived in ``lmnn_sdp.sdp``;
+single-metric LMNN is the case of one cluster, ``Z = (1-mu) P - sum_t lambda_t
+(C_il - C_ij)``). Triplets are checked to be genuine and distinct, multipliers
+are clipped into the box, then scaled by the largest ``alpha`` in [0, 1] that keeps
+every ``Z_c(alpha lambda) = A_c - alpha Q_c`` PSD, so the bound is
+``alpha * sum(lambda)`` and no solver status is ever trusted.
+
+``alpha_c`` comes in closed form from the generalized eigenvalue problem
+``Q_c u = theta (A_c - s_c I) u`` when ``A_c - s_c I`` is positive definite, and by
+bisection otherwise; ``alpha = min_c alpha_c`` (each feasible set is an interval
+containing 0). The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from
+``O(n)``-term sums and its eigenvalues computed in floating point, so we demand a
+computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
+sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
+errors. All of it runs in a reduced space (``formulation.reduced_space`` by default,
+or any basis of the data range such as the fast solver's whitened coordinates),
+where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there.
+
+Two exact facts keep singular clusters certifiable. A cluster with no positive
+impostor multiplier has ``Z_c`` a nonnegative sum of outer products, PSD for every
+``alpha``: nothing to check numerically. A cluster whose pull matrix ``P_c`` is
+singular on the data range cannot clear any allowance; its impostor multipliers
+are set to 0 (still dual feasible) and the first fact applies. That is also what
+the optimum does: ``M_c`` grows for free on the null space of ``P_c`` and pushes
+its impostors out. When the bound then falls short, the certificate says
+``certified=False`` rather than claim more. Every sum over triplets runs in
+blocks, so millions of multipliers (a fast-solver certificate on 60,000 points)
+need no ``(T, d)`` array.
 """
 
 from __future__ import annotations
@@ -37,40 +51,10 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
-from lmnn_sdp.problem import LMNNProblem, check_triplets
+from lmnn_sdp.problem import LMNNProblem, check_clusters, check_triplets
 
 _EPS = np.finfo(float).eps
 _BLOCK = 1 << 16  # triplets per block of difference vectors
-
-
-@dataclass(frozen=True)
-class Certificate:
-    """Bounds on the LMNN optimum proved for one metric.
-
-    ``upper`` is ``eps(M)``; ``lower`` a rigorous lower bound on the optimum;
-    ``relative_gap`` is ``(upper - lower) / upper`` (0 when both are 0);
-    ``certified`` is ``relative_gap <= tol``. ``triplets`` (T, 3) and
-    ``multipliers`` (T,) are the evidence when kept: ``dual_lower_bound`` of them
-    re-derives ``lower``."""
-
-    upper: float
-    lower: float
-    relative_gap: float
-    certified: bool
-    tol: float
-    min_eig_metric: float  # smallest eigenvalue of M
-    min_eig_dual: float  # smallest eigenvalue of Z(alpha lambda), reduced space
-    dual_scale: float  # alpha
-    n_multipliers: int  # triplets carrying a multiplier
-    n_free: int  # of which free in the complementary-slackness SDP (0 if given)
-    triplets: np.ndarray | None = None
-    multipliers: np.ndarray | None = None
-
-    def __repr__(self) -> str:
-        verdict = "certified" if self.certified else "NOT certified"
-        return (f"Certificate({verdict}: upper={self.upper:.10g}, lower={self.lower:.10g}, "
-                f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, "
-                f"alpha={self.dual_scale:.6g}, multipliers={self.n_multipliers})")
 
 
 def relative_gap(upper: float, lower: float) -> float:
@@ -91,45 +75,114 @@ def boxed_multipliers(multipliers, n_triplets: int, mu: float) -> np.ndarray:
     return np.clip(lam, 0.0, mu)
 
 
-def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
-                     space: ReducedSpace | None = None) -> tuple[float, float, float]:
-    """Rigorous lower bound on the optimum of eq. 14 from multipliers on triplets.
+@dataclass(frozen=True)
+class DualBound:
+    """What ``dual_lower_bound`` proves from a set of multipliers."""
+
+    lower: float  # alpha * sum(lambda) after clipping and dropping
+    alpha: float  # the scale into the dual cone
+    min_eig_dual: float  # smallest computed eigenvalue of Z_c(alpha lambda) over the clusters
+    singular_clusters: tuple = ()  # clusters whose pull matrix is singular on the data range
+    n_dropped: int = 0  # impostor multipliers set to 0 for them
+
+
+def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: ReducedSpace | None = None,
+                     clusters=None) -> DualBound:
+    """Rigorous lower bound on the optimum of eq. 14 (or of sec. 5.2 with ``clusters``).
 
     Parameters
     ----------
     problem : LMNNProblem
     triplets : array-like of int, shape (T, 3)
+        Distinct triplets of the problem (``check_genuine_triplets``) where the
+        multiplier is positive; those with multiplier 0 are ignored.
     multipliers : array-like, shape (T,)
         Clipped into ``[0, mu]`` first.
     space : ReducedSpace, optional
-        ``formulation.reduced_space(problem)``, if already computed.
+        Coordinates of the data range to work in; ``formulation.reduced_space(problem)``
+        by default.
+    clusters : array-like of int, shape (n,), optional
+        Cluster of each point for multi-metric LMNN (eq. 16); ``None`` is single-metric
+        LMNN, the case of one cluster.
 
     Returns
     -------
-    lower, alpha, min_eig_dual : float
-        ``alpha * sum(lambda)``, the scale, and the smallest eigenvalue of
-        ``Z(alpha lambda)`` in the reduced space (module docstring).
+    DualBound
+        ``alpha * sum(lambda)`` with the largest ``alpha`` in [0, 1] that keeps every
+        ``Z_c(alpha lambda)`` PSD with the rounding allowance (module docstring).
     """
     space = space or reduced_space(problem)
     t = check_triplets(triplets, problem.n_samples)
     lam = boxed_multipliers(multipliers, len(t), problem.mu)
-    n, k = problem.targets.shape
-    Xr = space.inputs
-    A = (1.0 - problem.mu) * pair_scatter(Xr, np.repeat(np.arange(n), k), problem.targets.ravel(), np.ones(n * k))
     keep = lam > 0
     t, lam = t[keep], lam[keep]
-    if len(lam) == 0:
-        return 0.0, 1.0, float(np.linalg.eigvalsh(A)[0])
-    Q = pair_scatter(Xr, np.concatenate([t[:, 0], t[:, 0]]), np.concatenate([t[:, 2], t[:, 1]]),
-                     np.concatenate([lam, -lam]))
-    factor = 8 * (2 * problem.n_samples + space.rank + problem.k) * _EPS
-    shift = factor * (np.linalg.norm(A) + _weighted_lengths(space.inputs, t, lam))
-    alpha = largest_feasible_scale(A, Q, shift)
-    min_eig = float(np.linalg.eigvalsh(A - alpha * Q)[0])
-    if min_eig < shift:  # the closed form was not accurate enough: bisect
-        alpha = bisect_feasible_scale(A, Q, shift, hi=alpha)
-        min_eig = float(np.linalg.eigvalsh(A - alpha * Q)[0])
-    return float(alpha * lam.sum()), float(alpha), min_eig
+    check_genuine_triplets(problem, t)
+    owner = (np.zeros(problem.n_samples, np.intp) if clusters is None
+             else check_clusters(problem, clusters))
+    C, Xr = int(owner.max()) + 1, space.inputs
+    n, k = problem.targets.shape
+    A = (1.0 - problem.mu) * cluster_scatter(Xr, owner, np.repeat(np.arange(n), k),
+                                             problem.targets.ravel(), np.ones(n * k), C)
+    factor = 8 * (2 * n + space.rank + k) * _EPS
+    shift = factor * (np.linalg.norm(A, axis=(1, 2)) + _weighted_lengths(Xr, owner, t, lam, C))
+    singular = [c for c in range(C) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
+    drop = np.isin(owner[t[:, 2]], singular)
+    lam = np.where(drop, 0.0, lam)
+    Q = cluster_scatter(Xr, owner, np.concatenate([t[:, 0], t[:, 0]]),
+                        np.concatenate([t[:, 2], t[:, 1]]), np.concatenate([lam, -lam]), C)
+    impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
+    checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
+    alpha = min((largest_feasible_scale(A[c], Q[c], shift[c]) for c in checked), default=1.0)
+    while alpha > 0 and (failing := [c for c in checked
+                                     if np.linalg.eigvalsh(A[c] - alpha * Q[c])[0] < shift[c]]):
+        alpha = min(bisect_feasible_scale(A[c], Q[c], shift[c], hi=alpha) for c in failing)
+    min_eig = min(float(np.linalg.eigvalsh(A[c] - alpha * Q[c])[0]) for c in range(C))
+    return DualBound(lower=float(alpha * lam.sum()), alpha=float(alpha), min_eig_dual=min_eig,
+                     singular_clusters=tuple(singular), n_dropped=int(np.sum(drop)))
+
+
+def check_genuine_triplets(problem: LMNNProblem, triplets: np.ndarray) -> None:
+    """A ValueError unless every row ``(i, j, l)`` of ``triplets`` (T, 3) is a distinct
+    triplet of eq. 14: ``j`` a target neighbour of ``i`` and ``y_l != y_i``.
+
+    Weak duality holds only for multipliers of the problem's own margin
+    constraints, at most ``mu`` each: a multiplier on anything else, or two on
+    one triplet, could prove a bound above the optimum."""
+    n, k = problem.targets.shape
+    codes = problem.label_codes
+    rank = np.empty(len(triplets), dtype=np.int64)
+    for start in range(0, len(triplets), _BLOCK):
+        s = triplets[start:start + _BLOCK]
+        hit = problem.targets[s[:, 0]] == s[:, 1, None]
+        found = hit.any(axis=1)
+        if not found.all():
+            bad = start + int(np.argmin(found))
+            raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} is not a triplet of "
+                             f"eq. 14: point {triplets[bad, 1]} is not a target neighbour of point "
+                             f"{triplets[bad, 0]}; multipliers belong on the problem's triplets only.")
+        rank[start:start + len(s)] = np.argmax(hit, axis=1)
+    same = np.flatnonzero(codes[triplets[:, 2]] == codes[triplets[:, 0]])
+    if len(same):
+        bad = int(same[0])
+        raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} is not a triplet of "
+                         f"eq. 14: point {triplets[bad, 2]} has the label of point {triplets[bad, 0]}, "
+                         "so it is no impostor.")
+    keys = (triplets[:, 0].astype(np.int64) * k + rank) * n + triplets[:, 2]
+    order = np.argsort(keys, kind="stable")
+    repeated = np.flatnonzero(keys[order[1:]] == keys[order[:-1]])
+    if len(repeated):
+        bad = int(order[repeated[0] + 1])
+        raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} appears twice; give "
+                         "each triplet one multiplier in [0, mu] (add them up and clip).")
+
+
+def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+                    C: int) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` grouped by the cluster ``owner[b_p]``: (C, r, r)."""
+    if C == 1:
+        return pair_scatter(Xr, a, b, w)[None]
+    group = owner[b]
+    return np.stack([pair_scatter(Xr, a[m], b[m], w[m]) for m in (group == c for c in range(C))])
 
 
 def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -144,13 +197,16 @@ def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) ->
     return (S + S.T) / 2
 
 
-def _weighted_lengths(Xr: np.ndarray, t: np.ndarray, lam: np.ndarray) -> float:
-    """``sum_t lambda_t (|x_i - x_j|^2 + |x_i - x_l|^2)`` in blocks of ``_BLOCK`` triplets."""
-    total = 0.0
+def _weighted_lengths(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,
+                      C: int) -> np.ndarray:
+    """Per cluster ``c``: ``sum_t lambda_t (|x_i - x_j|^2 [c(j)=c] + |x_i - x_l|^2 [c(l)=c])``,
+    shape (C,), in blocks of ``_BLOCK`` triplets."""
+    total = np.zeros(C)
     for start in range(0, len(t), _BLOCK):
         s, w = t[start:start + _BLOCK], lam[start:start + _BLOCK]
         a, b = Xr[s[:, 0]] - Xr[s[:, 1]], Xr[s[:, 0]] - Xr[s[:, 2]]
-        total += float(w @ (np.einsum("tr,tr->t", a, a) + np.einsum("tr,tr->t", b, b)))
+        total += np.bincount(owner[s[:, 1]], weights=w * np.einsum("tr,tr->t", a, a), minlength=C)
+        total += np.bincount(owner[s[:, 2]], weights=w * np.einsum("tr,tr->t", b, b), minlength=C)
     return total
 
 
@@ -179,12 +235,33 @@ def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float)
     return lo
 
 
-def check_candidate_metric(problem: LMNNProblem, M, psd_tol: float = 1e-8):
-    """Validate a candidate metric (d, d): finite, symmetric, PSD up to rounding.
+def check_candidate_metric(problem: LMNNProblem, M, clusters=None, psd_tol: float = 1e-8):
+    """Validate a candidate metric (d, d), or with ``clusters`` (n,) the metrics (C, d, d),
+    one per cluster (eq. 16): finite, symmetric, PSD up to rounding.
 
     Eigenvalues in ``[-psd_tol * ||M||, 0)`` are rounding and set to 0, so the
     upper bound is the objective of a feasible metric. Returns ``(M, min_eig)``
-    with ``min_eig`` the smallest eigenvalue of the matrix as given."""
+    with ``min_eig`` the smallest eigenvalue of the matrices as given."""
+    M = np.asarray(M)
+    if clusters is None:
+        if M.ndim != 2:
+            raise ValueError(f"M must be one metric of shape (d, d), got {M.shape}; pass "
+                             "clusters for one metric per cluster.")
+        return _check_one_metric(problem, M, psd_tol)
+    C = int(check_clusters(problem, clusters).max()) + 1
+    if M.ndim != 3 or len(M) != C:
+        raise ValueError(f"metrics must have shape (n_clusters, d, d) with n_clusters={C}, "
+                         f"got {M.shape}: one metric per cluster (eq. 16).")
+    checked = []
+    for c in range(C):
+        try:
+            checked.append(_check_one_metric(problem, M[c], psd_tol))
+        except ValueError as err:
+            raise ValueError(f"metrics[{c}]: {err}") from None
+    return np.stack([m for m, _ in checked]), float(min(e for _, e in checked))
+
+
+def _check_one_metric(problem: LMNNProblem, M: np.ndarray, psd_tol: float):
     M = problem.check_metric(M)
     size = max(np.abs(M).max(), np.finfo(float).tiny)
     asymmetry = np.abs(M - M.T).max()

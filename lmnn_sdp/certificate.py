@@ -1,46 +1,49 @@
-"""Certificates for any metric: ``certify`` (DESIGN.md, "Certificates").
+"""Certificates for any metric(s): ``certify`` (DESIGN.md, "Certificates").
 
-The bound itself (multipliers clipped into the box, scaled into the dual cone,
-rounding allowance) is ``lmnn_sdp.bounds``, numpy only; this module adds the
-multipliers of complementary slackness at a given metric, found by a small dual
-SDP over the triplets near the margin (``dual.complementary_multipliers``).
+The bound itself (genuine triplets, multipliers clipped into the box, scaled into
+the dual cone, rounding allowance) is ``lmnn_sdp.bounds`` and the certificate with
+its evidence ``lmnn_sdp.certificates.certificate``, both numpy only; this module
+adds the multipliers of complementary slackness at given metrics, found by a
+small dual SDP over the triplets near the margin (``sdp.complementary_multipliers``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lmnn_sdp.bounds import Certificate, check_candidate_metric, dual_lower_bound, relative_gap
-from lmnn_sdp.dual import complementary_multipliers
+from lmnn_sdp.bounds import check_candidate_metric
+from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.formulation import ReducedSpace, reduced_space
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.problem import LMNNProblem, check_clusters
+from lmnn_sdp.sdp import complementary_multipliers
 
 __all__ = ["Certificate", "certify"]
 
 
-def certify(problem: LMNNProblem, M, *, triplets=None, multipliers=None, tol: float = 1e-6,
-            band: float = 1e-3, solver: str = "CLARABEL", solver_options: dict | None = None,
-            space: ReducedSpace | None = None) -> Certificate:
-    """Certify how close the metric ``M`` (d, d) is to the LMNN optimum.
+def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multipliers=None,
+            tol: float = 1e-6, band: float = 1e-3, solver: str = "CLARABEL",
+            solver_options: dict | None = None, space: ReducedSpace | None = None) -> Certificate:
+    """Certify how close the metric ``M`` (d, d) is to the LMNN optimum, or the metrics
+    ``M`` (C, d, d) with ``clusters`` (n,) to the multi-metric optimum (sec. 5.2).
 
     With ``triplets`` (T, 3) and ``multipliers`` (T,) (for example from an SDP
     solve) the lower bound uses those. Otherwise the multipliers come from
-    complementary slackness at ``M`` (``dual.complementary_multipliers``): fixed
-    at ``mu`` above the margin band, 0 below it, free within ``band``."""
+    complementary slackness at ``M`` (``sdp.complementary_multipliers``): tied at
+    ``beta mu`` above the margin band, 0 below it, free within ``band``."""
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
-    M, min_eig = check_candidate_metric(problem, M)
-    space = space or reduced_space(problem)
-    upper = problem.objective(M)
-    n_free = 0
     if (triplets is None) != (multipliers is None):
         raise ValueError("pass triplets and multipliers together, or neither.")
+    space = space or reduced_space(problem)
+    n_free = 0
     if triplets is None:
-        triplets, multipliers, n_free = complementary_multipliers(
-            problem, space, M, band, solver, solver_options)
-    lower, alpha, min_eig_dual = dual_lower_bound(problem, triplets, multipliers, space)
-    gap = relative_gap(upper, lower)
-    return Certificate(upper=upper, lower=lower, relative_gap=gap, certified=bool(gap <= tol),
-                       tol=float(tol), min_eig_metric=min_eig, min_eig_dual=min_eig_dual,
-                       dual_scale=alpha, n_multipliers=len(triplets), n_free=n_free,
-                       triplets=np.asarray(triplets), multipliers=np.asarray(multipliers, dtype=float))
+        clusters = None if clusters is None else check_clusters(problem, clusters)
+        M = check_candidate_metric(problem, M, clusters)[0]
+        if clusters is None:
+            owner, metrics = np.zeros(problem.n_samples, np.intp), M[None]
+        else:
+            owner, metrics = clusters, M
+        triplets, multipliers, n_free, _ = complementary_multipliers(
+            problem, space, owner, metrics, band, solver, solver_options)
+    return prove(problem, M, triplets, multipliers, clusters=clusters, tol=tol, space=space,
+                 n_free=n_free)

@@ -1,4 +1,4 @@
-"""Constraint generation for the LMNN SDP (DESIGN.md, "Certificates").
+"""Constraint generation for the SDP of LMNN and multi-metric LMNN (DESIGN.md, "Certificates").
 
 Solve the SDP on a working set ``W`` of triplets, search every triplet for a
 margin violation at the solution, add the violated ones (and those within
@@ -21,7 +21,7 @@ so times are pessimistic; the README has the tables):
   The dual is the default.
 * Working set. Starting from the triplets violated at the Euclidean metric
   gives 76,837 triplets on letters (n=500) and 87 s for the first round alone;
-  the best scaled Euclidean metric (``best_scaled_identity``) gives 52,928.
+  the best scaled Euclidean metric (``start.best_scaled_identity``) gives 52,928.
   Letters is hard: 8% of all triplets are active at the optimum (20,097 of
   259,000 at n=300), so the working set cannot be small. Dropping triplets
   that are inactive with a zero multiplier (``drop_band``) keeps it near the
@@ -31,8 +31,8 @@ so times are pessimistic; the README has the tables):
   method of choice beyond a few hundred points.
 * Solver. Clarabel's own multipliers bound the optimum to about 1e-7 (iris
   1.2e-7, wine 3e-6 with SCS); the complementary-slackness multipliers of
-  ``dual.complementary_multipliers`` at the same metric close the gap to
-  1e-9..1e-11 with either solver (``lmnn.certified_result`` computes both and
+  ``sdp.complementary_multipliers`` at the same metric close the gap to
+  1e-9..1e-11 with either solver (``result.certified_result`` computes both and
   keeps the better bound). SCS's metric is less accurate: wine by aggregated
   active sets certified only to 4.5e-6 with SCS, 6e-10 with Clarabel.
 """
@@ -45,12 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.formulation import best_scaled_identity, reduced_space
-from lmnn_sdp.lmnn import SDPResult, certified_result, solve_dual_formulation, solve_primal
+from lmnn_sdp.formulation import reduced_space
 from lmnn_sdp.problem import LMNNProblem, check_triplets
-
-
-FORMULATIONS = {"dual": solve_dual_formulation, "primal": solve_primal}
+from lmnn_sdp.result import SDPResult, certified_result, cluster_owner
+from lmnn_sdp.sdp import FORMULATIONS
+from lmnn_sdp.start import starting_metrics
 
 
 @dataclass(frozen=True)
@@ -60,76 +59,61 @@ class Round:
     sdp_triplets: int  # the working set: triplets in the SDP of this round
     added: int  # violated or near-margin triplets found outside it
     violated_outside: int  # of which violated (margin > 0)
-    objective: float  # eps(M) of the full problem at this round's metric
-    lower_bound: float
+    upper: float  # the objective of the full problem at this round's metric
+    lower: float
     relative_gap: float
     status: str
     seconds: float  # wall time of the round (build, solve, search, certificate)
 
 
-def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, working_set=None,
-                        tol: float = 1e-6, add_band: float = 0.05, drop_band: float | None = 0.5,
-                        max_rounds: int = 30,
+def solve_cutting_plane(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL", *,
+                        working_set=None, start=None, tol: float = 1e-6, add_band: float = 0.05,
+                        drop_band: float | None = 0.5, max_rounds: int = 30,
                         formulation: str = "dual", solver_options: dict | None = None,
                         progress: bool = False) -> SDPResult:
-    """LMNN SDP by constraint generation; ``working_set`` (T, 3) is the starting set.
+    """LMNN (``clusters`` None) or multi-metric LMNN by constraint generation.
 
-    Each round solves the restricted SDP in the given ``formulation`` ("dual",
-    the default, or "primal"), adds the triplets outside the working set with
-    margin above ``-add_band`` and drops those with a zero multiplier and a
-    margin below ``-drop_band`` (``None`` keeps every triplet). Stops when no triplet outside the working set is
-    violated (the restricted optimum is then the full one) or after
-    ``max_rounds`` rounds."""
+    ``working_set`` (T, 3) is the starting set; default: the triplets within
+    ``add_band`` of the margin at ``start`` (a metric (d, d), or metrics (C, d, d);
+    default the best scaled identity). Each round solves the restricted SDP in the
+    given ``formulation`` ("dual", the default, or "primal"), adds the triplets
+    outside the working set with margin above ``-add_band`` and drops those with a
+    zero multiplier and a margin below ``-drop_band`` (``None`` keeps every
+    triplet). Stops when no triplet outside the working set is violated (the
+    restricted optimum is then the full one) or after ``max_rounds`` rounds."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {tuple(FORMULATIONS)}, got {formulation!r}.")
     space = reduced_space(problem)
+    owner = cluster_owner(problem, clusters)
     if working_set is None:
-        working_set = problem.active_triplets(best_scaled_identity(problem, space), band=add_band)
+        metrics = starting_metrics(problem, space, clusters, start)
+        working_set = problem.active_triplets(metrics, band=add_band, clusters=owner)
     working = unique_rows(check_triplets(working_set, problem.n_samples))
-
-    def solve_round(triplets):
-        solution = FORMULATIONS[formulation](problem, space, triplets, solver, solver_options)
-        return solution, certified_result(problem, space, solution, triplets, solver,
-                                          "cutting-plane", tol)
-
-    return generate_constraints(
-        working, solve_round, lambda M: problem.active_triplets(M, band=add_band),
-        problem.triplet_margins, problem.mu, drop_band, max_rounds, "cutting plane", progress)
-
-
-def generate_constraints(working: np.ndarray, solve_round, search, margins, mu: float,
-                         drop_band: float | None, max_rounds: int, desc: str,
-                         progress: bool):
-    """The cutting-plane loop, for one metric or several (``multi_metric_generation``).
-
-    ``solve_round(working)`` solves and certifies the SDP on the triplets
-    ``working`` (T, 3) and returns ``(solution, result)``; ``search(M)`` gives
-    every triplet within the add band at the metric(s) ``M``, ``margins(M, t)``
-    their margins (T,). Each round adds the triplets found outside the working
-    set and drops those with a zero multiplier and a margin below ``-drop_band``
-    (``None`` keeps all); it stops when none outside is violated (the restricted
-    optimum is then the full one) or after ``max_rounds``."""
     rounds, build, solve = [], 0.0, 0.0
-    bar = tqdm(total=max_rounds, desc=desc, disable=not progress, leave=False)
+    bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
     for _ in range(max_rounds):
-        start = time.perf_counter()
-        solution, result = solve_round(working)
+        begin = time.perf_counter()
+        solution = FORMULATIONS[formulation](problem, space, owner, working, solver,
+                                             solver_options=solver_options)
+        result = certified_result(problem, space, clusters, solution, working, solver,
+                                  "cutting-plane", tol)
         build, solve = build + solution.build_time, solve + solution.solve_time
-        fresh = new_rows(search(result.M), working)
-        violated = int(np.sum(margins(result.M, fresh) > 0)) if len(fresh) else 0
-        rounds.append(Round(len(working), len(fresh), violated, result.objective,
-                            result.lower_bound, result.relative_gap, solution.status,
-                            time.perf_counter() - start))
+        found = problem.active_triplets(result.metric, band=add_band, clusters=clusters)
+        fresh = new_rows(found, working)
+        margins = lambda t: problem.triplet_margins(result.metric, t, clusters=clusters)  # noqa: E731
+        violated = int(np.sum(margins(fresh) > 0)) if len(fresh) else 0
+        rounds.append(Round(len(working), len(fresh), violated, result.upper, result.lower,
+                            result.relative_gap, solution.status, time.perf_counter() - begin))
         bar.update()
         bar.set_postfix(working=len(working), added=len(fresh), gap=f"{result.relative_gap:.2g}")
         if violated == 0:
             break
         kept = result.triplets
         if drop_band is not None:
-            kept = kept[(result.multipliers > 1e-9 * mu) | (margins(result.M, kept) > -drop_band)]
+            kept = kept[(result.multipliers > 1e-9 * problem.mu) | (margins(kept) > -drop_band)]
         working = np.concatenate([kept, fresh])
     bar.close()
-    result.rounds, result.build_time, result.solve_time = rounds, build, solve
+    result.rounds, result.timings = rounds, {"build": build, "solve": solve}
     return result
 
 

@@ -1,4 +1,4 @@
-"""Building blocks shared by the exact formulations: the reduced space and pair distances.
+"""Building blocks shared by the exact formulations: the reduced space and ``svec``.
 
 Reduced space. ``eps(M)`` sees the inputs only through differences ``x_a - x_b``,
 which lie in the column space of the centred inputs. With an orthonormal basis
@@ -9,12 +9,8 @@ and the optimum over ``M_r`` is the optimum over ``M``. This removes the free
 directions of rank-deficient data and puts target distances near 1, which is the
 scale at which Clarabel and SCS are accurate.
 
-Pair distances. A margin ``1 + D_ij - D_il`` is the difference of two pair
-distances. The formulations keep one distance per distinct pair
-(``D_p = <C_p, M>``, a dense row over the r(r+1)/2 entries of ``M``) and a
-sparse signed incidence matrix ``S`` (T, P) with ``+1`` at ``(i, j)`` and ``-1`` at
-``(i, l)``, so margins are ``1 + S D``. Each triplet then costs three nonzeros
-instead of a dense row: on wine this cut an SCS solve from about 170 s to 40 s.
+svec. The SDPs (``sdp``) hold a symmetric ``M`` by its upper triangle, ``svec(M)``,
+with weights that make ``<A, M>`` a dot product.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from lmnn_sdp.line_search import golden_section
 from lmnn_sdp.problem import LMNNProblem
 
 
@@ -70,37 +65,6 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=Xc @ basis, scale=scale)
 
 
-def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
-    """The metric ``s * I`` (reduced space, ``2^-6 <= s <= 2^10``) of least ``eps``, (d, d).
-
-    ``eps(s I)`` is convex in ``s``, so unimodal in ``log s``: golden section, 20 steps."""
-    metric = lambda e: space.lift(2.0**e * np.eye(space.rank))  # noqa: E731
-    exponent, _ = golden_section(lambda e: problem.objective(metric(e)), -6.0, 10.0, 20)
-    return metric(exponent)
-
-
-@dataclass(frozen=True)
-class TripletPairs:
-    """Distinct pairs of a triplet set and the signed incidence ``S`` (T, P)."""
-
-    pairs: np.ndarray  # (P, 2), a < b
-    signs: sp.csr_matrix  # (T, P): margins = 1 + signs @ pair_distances
-
-
-def triplet_pairs(triplets: np.ndarray, n_samples: int) -> TripletPairs:
-    """Merge the (i, j) and (i, l) pairs of ``triplets`` (T, 3) into distinct pairs."""
-    T = len(triplets)
-    first = np.concatenate([triplets[:, 0], triplets[:, 0]]).astype(np.int64)
-    second = np.concatenate([triplets[:, 1], triplets[:, 2]]).astype(np.int64)
-    keys = np.minimum(first, second) * n_samples + np.maximum(first, second)
-    unique, column = np.unique(keys, return_inverse=True)
-    pairs = np.column_stack([unique // n_samples, unique % n_samples]).astype(np.intp)
-    rows = np.concatenate([np.arange(T), np.arange(T)])
-    values = np.concatenate([np.ones(T), -np.ones(T)])
-    signs = sp.csr_matrix((values, (rows, column.ravel())), shape=(T, len(unique)))
-    return TripletPairs(pairs=pairs, signs=signs)
-
-
 def svec_weights(r: int) -> np.ndarray:
     """Weights (r(r+1)/2,) with ``<A, M> = svec(A) * w @ svec(M)``: 1 on the diagonal, 2 off it."""
     a, b = np.triu_indices(r)
@@ -110,6 +74,12 @@ def svec_weights(r: int) -> np.ndarray:
 def svec(A: np.ndarray) -> np.ndarray:
     """Upper triangle (with diagonal) of a symmetric (r, r) matrix, shape (r(r+1)/2,)."""
     return A[np.triu_indices(len(A))]
+
+
+def svec_rows(S: np.ndarray) -> np.ndarray:
+    """``svec`` of each symmetric matrix of a stack (G, r, r); shape (G, r(r+1)/2)."""
+    a, b = np.triu_indices(S.shape[1])
+    return S[:, a, b]
 
 
 def pair_outer_svec(V: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Golden-section search for the minimum of a unimodal function of one variable."""
+"""Line searches on convex functions: golden section in one variable, and along a segment."""
 
 from __future__ import annotations
 
@@ -26,3 +26,20 @@ def golden_section(f: Callable[[float], float], lo: float, hi: float,
             b = lo + _RATIO * (hi - lo)
             fb = f(b)
     return (a, fa) if fa <= fb else (b, fb)
+
+
+def segment_search(f: Callable[[np.ndarray], float], start: np.ndarray, value: float,
+                   target: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Least ``f`` on the segment from ``start`` to ``target`` (arrays of any one shape),
+    ``f`` convex there and ``value = f(start)``.
+
+    Returns ``(step, point, f(point))``: the full step when it does not increase ``f``,
+    no step when nothing on the segment improves, else a golden-section step (45
+    iterations, a bracket of 4e-10)."""
+    full = f(target)
+    if full <= value:
+        return 1.0, target, full
+    t, best = golden_section(lambda t: f(start + t * (target - start)), 0.0, 1.0, 45)
+    if best >= value:
+        return 0.0, start, value
+    return t, start + t * (target - start), best

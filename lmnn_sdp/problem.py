@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 
 BLOCK_BYTES = 64 * 2**20  # memory budget of one block of pairwise distances
 
@@ -86,14 +85,19 @@ class LMNNProblem:
         return int(self.k * np.sum(self.n_samples - counts[self.label_codes]))
 
     # -- the objective ------------------------------------------------------
-    def objective(self, M) -> float:
-        """eps(M) of eq. 14, computed blockwise; ``M`` of shape (d, d)."""
-        M = self.check_metric(M)
-        pull = float(np.sum(self.target_distances(M)))
-        push = sum(
-            float(np.sum(np.maximum(hinge, 0.0)))
-            for _, hinge in self._hinge_blocks(M)
-        )
+    # ``M`` is one metric (d, d), or with ``clusters`` (n,) one metric per cluster
+    # (C, d, d) measuring distances *to* the points of that cluster (eq. 16):
+    # ``D^(x_i, x_j) = (x_i - x_j)^T M_{c(j)} (x_i - x_j)``. LMNN is the case of one
+    # cluster; every method below serves both.
+    def objective(self, M, clusters=None) -> float:
+        """eps(M) of eq. 14, or of sec. 5.2 with ``clusters``, computed blockwise.
+
+        With clusters the target term uses ``M_{c(j)}`` and the impostor term ``M_{c(l)}``:
+        ``(1-mu) sum D^(x_i, x_j) + mu sum [1 + D^(x_i, x_j) - D^(x_i, x_l)]_+``."""
+        metrics, owner = self.metrics(M, clusters)
+        pull = float(np.sum(self._target_distances(metrics, owner)))
+        push = sum(float(np.sum(np.maximum(hinge, 0.0)))
+                   for _, hinge in self._hinge_blocks(metrics, owner))
         return (1.0 - self.mu) * pull + self.mu * push
 
     def pull_matrix(self) -> np.ndarray:
@@ -103,18 +107,15 @@ class LMNNProblem:
             self._pull = _readonly(V.T @ V)
         return self._pull
 
-    def target_distances(self, M) -> np.ndarray:
-        """``D_M(x_i, x_j)`` for every target pair, shape (n, k)."""
-        M = self.check_metric(M)
-        V = self._Xc[:, None, :] - self._Xc[self.targets]
-        return np.einsum("nkd,nkd->nk", V @ M, V)
+    def target_distances(self, M, clusters=None) -> np.ndarray:
+        """``D_M(x_i, x_j)`` (or ``D^`` with clusters) for every target pair, shape (n, k)."""
+        return self._target_distances(*self.metrics(M, clusters))
 
-    # -- triplets -------------------------------------------------------------
-    def triplet_margins(self, M, triplets) -> np.ndarray:
-        """``1 + D_M(x_i, x_j) - D_M(x_i, x_l)`` for triplets (T, 3); shape (T,).
+    def triplet_margins(self, M, triplets, clusters=None) -> np.ndarray:
+        """``1 + D_ij - D_il`` for triplets (T, 3); shape (T,).
 
         Computed from difference vectors (no Gram-matrix cancellation)."""
-        M = self.check_metric(M)
+        metrics, owner = self.metrics(M, clusters)
         t = check_triplets(triplets, self.n_samples)
         Xc = self._Xc
         out = np.empty(len(t))
@@ -122,26 +123,29 @@ class LMNNProblem:
             s = t[start:start + 65536]
             a = Xc[s[:, 0]] - Xc[s[:, 1]]
             b = Xc[s[:, 0]] - Xc[s[:, 2]]
-            out[start:start + 65536] = 1.0 + np.einsum("td,td->t", (a - b) @ M, a + b)
+            if len(metrics) == 1:
+                margin = 1.0 + np.einsum("td,td->t", (a - b) @ metrics[0], a + b)
+            else:
+                margin = (1.0 + _quadratic_forms(a, metrics, owner[s[:, 1]])
+                          - _quadratic_forms(b, metrics, owner[s[:, 2]]))
+            out[start:start + 65536] = margin
         return out
 
-    def active_triplets(self, M, band: float = 0.0) -> np.ndarray:
+    def active_triplets(self, M, band: float = 0.0, clusters=None) -> np.ndarray:
         """All triplets with ``1 + D_ij - D_il > -band``, shape (T, 3), exact and blockwise.
 
         ``band = 0`` gives the violated (active) triplets of eq. 14; a positive
-        band also returns the triplets within ``band`` of the margin."""
+        band also returns the triplets within ``band`` of the margin. This is the
+        one exact triplet search of the reference side."""
         band = float(band)
         if not np.isfinite(band) or band < 0:
             raise ValueError(f"band must be a finite number >= 0, got {band}.")
-        M = self.check_metric(M)
-        found = []
-        for rows, hinge in self._hinge_blocks(M):
+        metrics, owner = self.metrics(M, clusters)
+        found = [np.empty((0, 3), dtype=np.intp)]
+        for rows, hinge in self._hinge_blocks(metrics, owner):
             b, r, l = np.nonzero(hinge > -band)
-            if len(b):
-                found.append(np.column_stack([rows[b], self.targets[rows[b], r], l]))
-        if not found:
-            return np.empty((0, 3), dtype=np.intp)
-        return np.concatenate(found).astype(np.intp)
+            found.append(np.column_stack([rows[b], self.targets[rows[b], r], l]).astype(np.intp))
+        return np.concatenate(found)
 
     def all_triplets(self, max_triplets: int = 5_000_000) -> np.ndarray:
         """Every triplet of eq. 14, shape (T, 3), ordered by i, then target rank, then l."""
@@ -159,37 +163,27 @@ class LMNNProblem:
                 rows.append(np.column_stack([np.full(len(others), i), np.full(len(others), j), others]))
         return np.concatenate(rows).astype(np.intp)
 
-    def weighted_scatter(self, a, b, weights) -> np.ndarray:
-        """``sum_p w_p C_{a_p b_p}`` of shape (d, d) through the graph Laplacian.
-
-        ``sum_p w_p (x_a - x_b)(x_a - x_b)^T = X^T (Deg - W - W^T) X`` with
-        ``W = sparse(w, (a, b))``; no loop and no (T, d) array."""
-        a = np.asarray(a, dtype=np.intp)
-        b = np.asarray(b, dtype=np.intp)
-        w = np.asarray(weights, dtype=float)
-        n = self.n_samples
-        W = sp.coo_matrix((w, (a, b)), shape=(n, n)).tocsr()
-        W = W + W.T
-        laplacian = sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W
-        S = self._Xc.T @ (laplacian @ self._Xc)
-        return (S + S.T) / 2
-
-    def triplet_scatter(self, triplets, weights=None) -> np.ndarray:
-        """``sum_t w_t (C_il - C_ij)`` over triplets (T, 3), shape (d, d).
-
-        This is the matrix the multipliers of the dual act on (DESIGN.md)."""
-        t = check_triplets(triplets, self.n_samples)
-        w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
-        if w.shape != (len(t),):
-            raise ValueError(f"weights must have shape ({len(t)},), got {w.shape}.")
-        a = np.concatenate([t[:, 0], t[:, 0]])
-        b = np.concatenate([t[:, 2], t[:, 1]])
-        return self.weighted_scatter(a, b, np.concatenate([w, -w]))
+    def metrics(self, M, clusters=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(metrics (C, d, d), cluster of each point (n,))``: one metric ``M`` (d, d) and
+        one cluster without ``clusters``, else ``M`` (C, d, d) checked against them."""
+        if clusters is None:
+            return self.check_metric(M)[None], np.zeros(self.n_samples, np.intp)
+        owner = check_clusters(self, clusters)
+        M = np.asarray(M)
+        C = int(owner.max()) + 1
+        if M.ndim != 3 or len(M) != C:
+            raise ValueError(f"metrics must have shape (n_clusters, d, d) = ({C}, {self.n_features}, "
+                             f"{self.n_features}), got {M.shape}: one metric per cluster (eq. 16).")
+        return np.stack([self.check_metric(m) for m in M]), owner
 
     # -- internals ------------------------------------------------------------
     def check_metric(self, M) -> np.ndarray:
-        """``M`` as a float array of shape (d, d) with finite entries, else a ValueError."""
-        M = np.asarray(M, dtype=float)
+        """``M`` as a float array of shape (d, d) with finite entries, else an error naming the fix.
+
+        Complex, string, object and date entries raise a TypeError (``check_real_dtype``)."""
+        M = np.asarray(M)
+        check_real_dtype(M.dtype, "M")
+        M = M.astype(float, copy=False)
         d = self.n_features
         if M.shape != (d, d):
             raise ValueError(f"M must have shape ({d}, {d}) for this problem, got {M.shape}.")
@@ -197,21 +191,32 @@ class LMNNProblem:
             raise ValueError("M contains NaN or infinity.")
         return M
 
-    def _hinge_blocks(self, M) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(rows, hinge)`` with hinge (b, k, n) = ``1 + D_ij - D_il``, and -inf
-        where ``l`` shares the label of ``i`` (so such pairs never count)."""
-        Xc, codes = self._Xc, self.label_codes
-        XM = Xc @ M
-        sq = np.einsum("nd,nd->n", XM, Xc)
-        target_d = self.target_distances(M)
-        n = self.n_samples
+    def _target_distances(self, metrics: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        V = (self._Xc[:, None, :] - self._Xc[self.targets]).reshape(-1, self.n_features)
+        return _quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
+
+    def _hinge_blocks(self, metrics: np.ndarray,
+                      owner: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(rows, hinge)`` with hinge (b, k, n) = ``1 + D_ij - D_il`` (eq. 14, or
+        eq. 16 with column ``l`` measured by ``M_{c(l)}``), and -inf where ``l`` shares
+        the label of ``i`` (so such pairs never count)."""
+        Xc, codes, n = self._Xc, self.label_codes, self.n_samples
+        sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
+        own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
+        members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
+        target_d = self._target_distances(metrics, owner)
         block = max(1, BLOCK_BYTES // (8 * n * (self.k + 1)))
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
-            D = sq[rows, None] + sq[None, :] - 2.0 * (XM[rows] @ Xc.T)
+            if len(metrics) == 1:
+                D = sq[0, rows, None] + own[None, :] - 2.0 * ((Xc[rows] @ metrics[0]) @ Xc.T)
+            else:
+                D = np.empty((len(rows), n))
+                for c, cols in enumerate(members):
+                    D[:, cols] = (sq[c, rows, None] + own[None, cols]
+                                  - 2.0 * (Xc[rows] @ metrics[c]) @ Xc[cols].T)
             D[codes[rows, None] == codes[None, :]] = np.inf
             yield rows, 1.0 + target_d[rows, :, None] - D[:, None, :]
-
 
 def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` nearest same-class points of each point, shape (n, k).
@@ -245,6 +250,42 @@ def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     return targets
 
 
+
+def _quadratic_forms(V: np.ndarray, metrics: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """``v_p^T M_{which[p]} v_p`` for the rows of ``V`` (P, d); shape (P,)."""
+    if len(metrics) == 1:
+        return np.einsum("pd,pd->p", V @ metrics[0], V)
+    out = np.empty(len(V))
+    for c, M in enumerate(metrics):
+        mask = which == c
+        out[mask] = np.einsum("pd,pd->p", V[mask] @ M, V[mask])
+    return out
+
+
+def distance_matrix(X, metrics, clusters) -> np.ndarray:
+    """All cluster-dependent distances ``D^(x_a, x_b)`` of eq. 16, shape (n, n).
+
+    Not symmetric: column ``b`` uses ``M_{clusters[b]}``. ``X`` (n, d), ``metrics``
+    (C, d, d), ``clusters`` (n,). Exact differences, O(n^2 d) memory: for small data."""
+    X = check_inputs(X)
+    out = np.empty((len(X), len(X)))
+    for c, M in enumerate(np.asarray(metrics, dtype=float)):
+        cols = np.flatnonzero(np.asarray(clusters) == c)
+        V = X[:, None, :] - X[None, cols, :]
+        out[:, cols] = np.einsum("abd,de,abe->ab", V, M, V)
+    return out
+
+
+def leave_one_out_error(X, y, metrics, clusters) -> float:
+    """Leave-one-out 1-NN error with the distance of eq. 16 (the measure of Fig. 7).
+
+    Each point takes the label of the other point ``j`` nearest to it under
+    ``M_{c(j)}``; ties go to the smaller index. Returns the fraction misclassified."""
+    D = distance_matrix(X, metrics, clusters)
+    np.fill_diagonal(D, np.inf)
+    y = np.asarray(y)
+    return float(np.mean(y[np.argmin(D, axis=1)] != y))
+
 def metric_components(M: np.ndarray) -> np.ndarray:
     """``L`` (d, d) with ``L^T L = M`` for a PSD ``M`` (d, d) (eq. 2), rows ordered by
     decreasing eigenvalue; the components of a scikit-learn transformer."""
@@ -260,13 +301,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def check_inputs(X) -> np.ndarray:
-    """``X`` as a finite float array (n, d), or an error naming the fix."""
-    if isinstance(X, np.ndarray) and X.dtype == object:
-        raise TypeError("X must be an array of real numbers, got dtype=object.")
+    """``X`` as a finite float array (n, d) (a copy), or an error naming the fix.
+
+    Booleans and integers are numbers (0/1 for booleans, as in scikit-learn);
+    complex, string, object and date entries raise a TypeError (``check_real_dtype``)."""
     try:
-        X = np.array(X, dtype=float)
-    except (TypeError, ValueError) as err:
+        X = np.asarray(X)
+    except ValueError as err:  # a ragged nested sequence
         raise TypeError(f"X must be an array of real numbers: {err}") from None
+    check_real_dtype(X.dtype, "X")
+    X = X.astype(float)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D of shape (n_samples, n_features), got {X.ndim}-D; "
                          "reshape a single feature with X.reshape(-1, 1).")
@@ -275,6 +319,35 @@ def check_inputs(X) -> np.ndarray:
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains NaN or infinity; remove or impute those entries first.")
     return X
+
+
+class NonRealInputError(TypeError, ValueError):
+    """Numbers that must be real are complex, text, objects or dates.
+
+    A TypeError, and also a ValueError as scikit-learn expects of complex input
+    to an estimator (its ``check_complex_data``)."""
+
+
+def check_real_dtype(dtype: np.dtype, name: str) -> None:
+    """A ``NonRealInputError`` naming ``name`` and the fix unless ``dtype`` is that of
+    booleans, integers or floats.
+
+    Nothing non-real is cast silently: numpy's float cast would drop an imaginary
+    part, parse strings and turn dates into day counts."""
+    kind = dtype.kind
+    if kind in "biuf":
+        return
+    strings = f"parse it with np.asarray({name}, dtype=float), encoding categories as numbers"
+    fixes = {
+        "c": f"pass {name}.real if the imaginary part is zero. Complex data not supported",
+        "O": f"convert it with np.asarray({name}, dtype=float) if its entries are numbers",
+        "U": strings,
+        "S": strings,
+        "M": f"convert dates to numbers first, e.g. ({name} - t0) / np.timedelta64(1, 's')",
+        "m": f"convert durations to numbers first, e.g. {name} / np.timedelta64(1, 's')",
+    }
+    fix = fixes.get(kind, "pass a plain array of numbers")
+    raise NonRealInputError(f"{name} must be real numbers, got {dtype}; {fix}.")
 
 
 def check_labels(y, n: int) -> np.ndarray:
@@ -318,8 +391,7 @@ def _check_targets(targets, codes: np.ndarray, k) -> np.ndarray:
     n = len(codes)
     if t.ndim != 2 or t.shape[0] != n or t.shape[1] == 0:
         raise ValueError(f"targets must have shape (n_samples, k) = ({n}, k>=1), got {t.shape}.")
-    if not np.issubdtype(t.dtype, np.integer):
-        raise TypeError(f"targets must hold integer indices, got dtype={t.dtype}.")
+    _check_index_dtype(t, "targets")
     if k is not None and k != t.shape[1]:
         raise ValueError(f"k={k} disagrees with targets of shape {t.shape}; omit k or make them agree.")
     if t.min() < 0 or t.max() >= n:
@@ -343,8 +415,40 @@ def check_triplets(triplets, n: int) -> np.ndarray:
     t = np.asarray(triplets)
     if t.ndim != 2 or t.shape[1] != 3:
         raise ValueError(f"triplets must have shape (T, 3) with columns (i, j, l), got {t.shape}.")
-    if len(t) and not np.issubdtype(t.dtype, np.integer):
-        raise TypeError(f"triplets must hold integer indices, got dtype={t.dtype}.")
+    _check_index_dtype(t, "triplets")
     if len(t) and (t.min() < 0 or t.max() >= n):
         raise ValueError(f"triplet indices must lie in [0, {n - 1}].")
     return t.astype(np.intp)
+
+
+def _check_index_dtype(t: np.ndarray, name: str) -> None:
+    """A TypeError naming ``name`` unless ``t`` holds integers (or is an empty float array)."""
+    if t.dtype.kind in "iu" or (t.size == 0 and t.dtype.kind == "f"):
+        return
+    fix = (f"convert whole numbers with np.asarray({name}, dtype=int)" if t.dtype.kind == "f"
+           else "pass point indices 0..n-1")
+    raise TypeError(f"{name} must hold integer indices, got dtype={t.dtype}; {fix}.")
+
+
+def check_clusters(problem: LMNNProblem, clusters) -> np.ndarray:
+    """Validated cluster assignment (n,) of intp in 0..C-1, every cluster used (eq. 16).
+
+    ``None`` gives one cluster per class (``problem.label_codes``, sec. 5.2)."""
+    if clusters is None:
+        return problem.label_codes
+    c = np.asarray(clusters)
+    n = problem.n_samples
+    if c.ndim != 1 or len(c) != n:
+        raise ValueError(f"clusters must have shape (n_samples,) = ({n},), got {c.shape}; "
+                         "give one cluster index per point.")
+    if c.dtype.kind not in "iu":
+        raise TypeError(f"clusters must hold integer cluster indices, got dtype={c.dtype}; "
+                        "convert labels with np.unique(clusters, return_inverse=True)[1].")
+    if c.min() < 0:
+        raise ValueError(f"clusters must be indices 0..C-1, got the value {c.min()}.")
+    empty = np.flatnonzero(np.bincount(c) == 0)
+    if len(empty):
+        raise ValueError(f"cluster {empty[0]} has no members, so its metric would be "
+                         "meaningless; number the clusters 0..C-1 with every index used, "
+                         "e.g. np.unique(clusters, return_inverse=True)[1].")
+    return c.astype(np.intp)

@@ -42,8 +42,8 @@ def certify_subset(X: np.ndarray, y: np.ndarray, n: int, method: str, solver: st
         "method": method + (" from fast" if warm_start else ""), "n": n,
         "triplets": problem.n_triplets, "seconds": seconds, "fast_seconds": fast_seconds,
         "rounds": len(result.rounds), "sdp_triplets": result.rounds[-1].sdp_triplets,
-        "active": len(problem.active_triplets(result.M)),
-        "objective": result.objective, "lower": result.lower_bound,
+        "active": len(problem.active_triplets(result.metric)),
+        "objective": result.upper, "lower": result.lower,
         "gap": result.relative_gap, "certified": result.certificate.certified,
         "status": result.status,
     }

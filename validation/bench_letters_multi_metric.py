@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from lmnn_sdp import LMNNProblem
-from lmnn_sdp.multi_metric import solve_mm_lmnn
+from lmnn_sdp.lmnn import solve_mm_lmnn
 from validation.datasets import load_bundled, load_letters
 from validation.exact import certify_growing
 
@@ -39,7 +39,7 @@ def solve_row(problem: LMNNProblem, data: str, method: str, solver: str, tol: fl
         "data": data, "n": problem.n_samples, "triplets": problem.n_triplets, "method": method,
         "seconds": time.perf_counter() - start, "rounds": len(result.rounds) or 1,
         "sdp_triplets": last.sdp_triplets if last else result.n_triplets,
-        "objective": result.objective, "lower": result.lower_bound, "gap": result.relative_gap,
+        "objective": result.upper, "lower": result.lower, "gap": result.relative_gap,
         "certified": result.certificate.certified,
         "singular": len(result.certificate.singular_clusters), "status": result.status,
     }

@@ -3,15 +3,15 @@
 Four problem kinds, one module each: ``corpus_lmnn`` (eq. 14),
 ``corpus_multi_metric`` (sec. 5.2), ``corpus_mmc`` (MMC, full and diagonal).
 Format (documented in ``validation/corpus/README.md``, readable without this
-library): one ``NAME.npz`` per instance with the inputs, the certified
-metric(s) and the dual certificate, and ``manifest.json`` with, per instance,
-its ``problem`` kind, the optimum, the certified bound (``lower_bound`` of a
-minimisation, ``upper_bound`` of MMC, a maximisation), the relative gap and
-provenance (source data, subset, seed, solver, versions).
+library): every instance is a saved certificate, ``NAME.npz`` with the inputs,
+the certified metric(s) and the dual evidence and ``NAME.json`` with its
+numbers (``lmnn_sdp.certificates.storage``); ``manifest.json`` lists the
+instances with their problem kind and provenance (source data, subset, seed,
+solver) and the versions that built them.
 
 ``build`` solves and certifies the built-in suite; ``check`` re-verifies every
-stored certificate from the stored arrays alone: the objective of the stored
-metric(s) and the bound proved by the stored certificate, against the manifest.
+stored certificate with its own ``verify()``: the objective of the stored
+metric(s) and the bound proved by the stored evidence, against the stored numbers.
 """
 
 from __future__ import annotations
@@ -19,14 +19,12 @@ from __future__ import annotations
 import json
 import platform
 from dataclasses import dataclass
-from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.bounds import relative_gap
+from lmnn_sdp import certificates
 from validation import corpus_lmnn, corpus_mmc, corpus_multi_metric
 from validation.corpus_mmc import MMCInstance, mmc_instances
 from validation.corpus_multi_metric import MMInstance, mm_instances
@@ -34,13 +32,11 @@ from validation.instances import Instance, builtin_instances
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 OBJECTIVES = {"lmnn": corpus_lmnn.OBJECTIVE, "multi-metric-lmnn": corpus_multi_metric.OBJECTIVE,
               "mmc": corpus_mmc.OBJECTIVE, "mmc-diagonal": corpus_mmc.OBJECTIVE_DIAGONAL}
-VERIFY = {"lmnn": corpus_lmnn.verify, "multi-metric-lmnn": corpus_multi_metric.verify,
-          "mmc": partial(corpus_mmc.verify, diagonal=False),
-          "mmc-diagonal": partial(corpus_mmc.verify, diagonal=True)}
-MAXIMISATIONS = {"mmc", "mmc-diagonal"}  # their bound is an upper bound
+CERTIFIERS = {Instance: corpus_lmnn.certify, MMInstance: corpus_multi_metric.certify,
+              MMCInstance: corpus_mmc.certify}
 
 
 def corpus_instances() -> list:
@@ -50,15 +46,15 @@ def corpus_instances() -> list:
 
 def build(directory: Path = CORPUS_DIR, instances: list | None = None,
           tol: float = 1e-7, progress: bool = True) -> dict:
-    """Solve, certify and store every instance; returns the manifest."""
-    certifiers = {Instance: corpus_lmnn.certify, MMInstance: corpus_multi_metric.certify,
-                  MMCInstance: corpus_mmc.certify}
+    """Solve, certify to ``tol`` and save every instance; returns the manifest."""
+    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     entries = []
     for instance in tqdm(instances or corpus_instances(), desc="corpus", disable=not progress):
-        arrays, entry = certifiers[type(instance)](instance, tol)
-        np.savez_compressed(directory / f"{instance.name}.npz", **arrays)
-        entries.append({"name": instance.name, "file": f"{instance.name}.npz", **entry})
+        certificate, solver = CERTIFIERS[type(instance)](instance, tol)
+        certificate.save(directory / instance.name)
+        entries.append({"name": instance.name, "problem": certificate.kind,
+                        "source": instance.source, "solver": solver})
     used = {entry["problem"] for entry in entries}
     manifest = {"format_version": FORMAT_VERSION,
                 "objectives": {p: text for p, text in OBJECTIVES.items() if p in used},
@@ -71,34 +67,31 @@ def build(directory: Path = CORPUS_DIR, instances: list | None = None,
 class CheckedInstance:
     name: str
     problem: str
-    optimum: float  # stored
-    objective: float  # of the stored metric(s), recomputed
-    bound: float  # recomputed from the stored certificate: lower, or upper for MMC
+    upper: float  # as stored
+    lower: float
     relative_gap: float
     ok: bool
+    error: str  # why it was refused ("" when ok)
 
 
 def check(directory: Path = CORPUS_DIR, tol: float = 1e-6) -> list[CheckedInstance]:
-    """Re-verify every stored certificate from the stored arrays alone.
+    """Re-verify every stored certificate with its own ``verify()``.
 
-    An instance passes when its metric(s) are feasible, the recomputed objective
-    matches ``optimum``, the recomputed bound is at least as strong as the stored
-    one and the gap is at most ``tol``: ``(optimum - lower) / optimum`` for a
-    minimisation, ``(upper - optimum) / optimum`` for MMC."""
+    An instance passes when it loads (its arrays match their digest and its
+    numbers the arrays), ``verify()`` re-derives every stored number from the
+    evidence, and the certified gap is at most ``tol``."""
     out = []
     for entry in load_manifest(directory)["instances"]:
-        problem = entry["problem"]
-        objective, bound, feasible = VERIFY[problem](load_instance(entry["name"], directory))
-        if problem in MAXIMISATIONS:
-            claimed = entry["upper_bound"]
-            proves, gap = bound <= claimed + _slack(claimed), (bound - objective) / objective
-        else:
-            claimed = entry["lower_bound"]
-            proves, gap = bound >= claimed - _slack(claimed), relative_gap(objective, bound)
-        ok = (feasible and proves and gap <= tol
-              and abs(objective - entry["optimum"]) <= _slack(entry["optimum"]))
-        out.append(CheckedInstance(entry["name"], problem, entry["optimum"], objective, bound,
-                                   gap, bool(ok)))
+        path = Path(directory) / entry["name"]
+        try:
+            certificate = certificates.load(path)
+            certificate.verify()
+            error = "" if certificate.relative_gap <= tol else f"gap above tol={tol:g}"
+        except ValueError as err:
+            certificate, error = None, str(err)
+        numbers = ((certificate.upper, certificate.lower, certificate.relative_gap)
+                   if certificate is not None else (float("nan"),) * 3)
+        out.append(CheckedInstance(entry["name"], entry["problem"], *numbers, not error, error))
     return out
 
 
@@ -109,15 +102,12 @@ def load_manifest(directory: Path = CORPUS_DIR) -> dict:
     return json.loads(path.read_text())
 
 
-def load_instance(name: str, directory: Path = CORPUS_DIR) -> dict:
-    """The arrays of one stored instance as a dict (keys in ``validation/corpus/README.md``)."""
-    with np.load(Path(directory) / f"{name}.npz") as data:
-        return {key: data[key] for key in data.files}
-
-
-def _slack(value: float) -> float:
-    """Rounding allowed when a recomputed number is compared with a stored one."""
-    return 1e-9 * max(1.0, abs(value))
+def load_certificate(name: str, directory: Path = CORPUS_DIR):
+    """The stored certificate ``name`` (not yet verified)."""
+    names = [e["name"] for e in load_manifest(directory)["instances"]]
+    if name not in names:
+        raise KeyError(f"no instance {name!r} in the corpus at {directory}.")
+    return certificates.load(Path(directory) / name)
 
 
 def _versions() -> dict:

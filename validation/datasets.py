@@ -11,12 +11,10 @@ from :func:`load_bundled`.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -148,36 +146,6 @@ def _require_file(
         f"Fetch it with `{FETCH_COMMAND} --only {name}` (it unpacks Debian's {source.package} "
         "into the cache folder; set LMNN_SDP_DATA to choose that folder)."
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``fetch [--cache DIR] [--only NAME]`` and ``list [--cache DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m validation data", description="Fetch or list the local data sets."
-    )
-    actions = parser.add_subparsers(dest="action", required=True)
-    fetch = actions.add_parser("fetch", help="download and unpack Debian's data packages")
-    fetch.add_argument("--only", choices=sorted(SOURCES), help="fetch one data set only")
-    listing = actions.add_parser("list", help="show which data sets are available and where")
-    for action in (fetch, listing):
-        action.add_argument("--cache", help="cache folder (default: $LMNN_SDP_DATA or "
-                                            "~/.cache/lmnn-sdp)")
-    args = parser.parse_args(argv)
-    if args.action == "fetch":
-        names = (args.only,) if args.only else tuple(SOURCES)
-        try:
-            data_dirs = fetch_data(args.cache, names)
-        except RuntimeError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        for name, data_dir in data_dirs.items():
-            print(f"{name:14s} {data_dir}")
-        return 0
-    for name, source in SOURCES.items():
-        data_dir = find_data_dir(name, args.cache)
-        where = data_dir or f"missing; run `{FETCH_COMMAND} --only {name}`"
-        print(f"{name:14s} {source.package:22s} {where}")
-    return 0
 
 
 def load_letters(cache_dir: str | os.PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:

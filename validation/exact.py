@@ -31,7 +31,7 @@ def certify_bundled(names=("iris", "wine"), methods=("cutting-plane",), solver="
                 "triplets": problem.n_triplets, "method": method,
                 "sdp_triplets": result.rounds[-1].sdp_triplets if result.rounds else result.n_triplets,
                 "rounds": max(1, len(result.rounds)),
-                "objective": result.objective, "lower_bound": result.lower_bound,
+                "objective": result.upper, "lower_bound": result.lower,
                 "gap": result.relative_gap, "certified": result.certificate.certified,
                 "status": result.status, "seconds": time.perf_counter() - start,
             })

@@ -100,8 +100,8 @@ def _row(instance, peer, optimum, certificate, seconds, note=None) -> dict:
     return {
         "instance": instance.name, "library": peer,
         "objective": certificate.upper if certificate else np.nan,
-        "optimum": optimum.objective, "optimum_gap": optimum.relative_gap,
-        "gap_to_optimum": (certificate.upper - optimum.lower_bound) / certificate.upper
+        "optimum": optimum.upper, "optimum_gap": optimum.relative_gap,
+        "gap_to_optimum": (certificate.upper - optimum.lower) / certificate.upper
         if certificate else np.nan,
         "seconds": seconds, "shims": note or SHIMS[peer],
     }

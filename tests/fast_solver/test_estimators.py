@@ -85,3 +85,65 @@ def test_bad_data_raises_clear_errors():
         LMNN(k=3).fit(X[:53], y[:53])  # class 1 has 3 members
     with pytest.raises(ValueError, match="shape"):
         LMNN(init=np.eye(3)).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def iris_model():
+    """Iris and an LMNN fitted on it."""
+    X, y = load_iris(return_X_y=True)
+    return X, y, LMNN().fit(X, y)
+
+
+@pytest.mark.parametrize("make", [lambda X: X + 1j, lambda X: X + 0j, lambda X: (X + 1j).tolist()],
+                         ids=["complex", "complex-zero-imaginary", "complex-list"])
+def test_complex_inputs_name_x_and_the_fix(make, iris_model):
+    X, y, model = iris_model
+    match = r"X must be real numbers, got complex128; pass X\.real if the imaginary part is zero"
+    for call in (lambda: LMNN().fit(make(X), y), lambda: model.transform(make(X))):
+        with pytest.raises(TypeError, match=match) as raised:
+            call()
+        # scikit-learn's check_complex_data expects this ValueError and phrase
+        assert isinstance(raised.value, ValueError)
+        assert "Complex data not supported" in str(raised.value)
+
+
+@pytest.mark.parametrize("dtype, match", [
+    ("datetime64[s]", r"X must be real numbers, got datetime64\[s\]; convert dates"),
+    ("timedelta64[s]", r"X must be real numbers, got timedelta64\[s\]; convert durations"),
+])
+def test_dates_are_not_numbers(dtype, match, iris_model):
+    # scikit-learn's numeric validation lets dates through; LMNN must not
+    X, y, model = iris_model
+    dates = (X * 1000).astype(dtype)
+    with pytest.raises(TypeError, match=match):
+        LMNN().fit(dates, y)
+    with pytest.raises(TypeError, match=match):
+        model.transform(dates)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda X: X.astype(str), "not compatible with arrays of bytes/strings"),
+    (lambda X: np.where(X > 5, "a", X).astype(object), "could not convert string to float"),
+], ids=["str", "object-with-text"])
+def test_text_inputs_are_rejected_by_sklearn_validation(make, match, iris_model):
+    X, y, model = iris_model
+    with pytest.raises(ValueError, match=match):
+        LMNN().fit(make(X), y)
+    with pytest.raises(ValueError, match=match):
+        model.transform(make(X))
+
+
+def test_boolean_features_are_zero_one_numbers(iris_model):
+    X, y, model = iris_model
+    flags = X > np.median(X, axis=0)
+    np.testing.assert_array_equal(model.transform(flags), flags.astype(float) @ model.components_.T)
+    with pytest.warns(ConvergenceWarning):  # a short budget: only the inputs matter here
+        on_flags = LMNN(max_iter=3).fit(flags, y).metric_
+        on_numbers = LMNN(max_iter=3).fit(flags.astype(float), y).metric_
+    np.testing.assert_array_equal(on_flags, on_numbers)
+
+
+def test_complex_init_is_rejected():
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(TypeError, match=r"init must be real numbers, got complex128; pass init\.real"):
+        LMNN(init=np.eye(4) + 0j).fit(X, y)

@@ -1,4 +1,5 @@
-"""Exact impostor search (both paths) against LMNNProblem.active_triplets."""
+"""The fast solver's exact impostor-pair search (both paths) against the one exact triplet
+search of the library, ``LMNNProblem.active_triplets``."""
 
 from __future__ import annotations
 
@@ -6,10 +7,24 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_blobs
 
+from fast_solver import kernels
 from fast_solver.impostors import (
-    BALLTREE_MAX_RANK, active_triplets, choose_search_method, impostor_pairs, impostor_radius,
+    BALLTREE_MAX_RANK, check_psd_metric, choose_search_method, impostor_pairs, impostor_radius,
+    transformed_inputs,
 )
 from lmnn_sdp import LMNNProblem
+
+
+def active_triplets(problem: LMNNProblem, M, band: float, method: str) -> np.ndarray:
+    """The triplets within ``band`` of the margin that the pair search finds, (T, 3) in the
+    order of ``LMNNProblem.active_triplets`` (i, target rank, l)."""
+    Z = transformed_inputs(problem, check_psd_metric(problem, M))
+    target_d = kernels.target_distances(Z, problem.targets)
+    i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
+    p, rank = np.nonzero(1.0 + target_d[i] - dist[:, None] > -band)
+    order = np.lexsort((l[p], rank, i[p]))
+    p, rank = p[order], rank[order]
+    return np.column_stack([i[p], problem.targets[i[p], rank], l[p]]).astype(np.intp)
 
 
 def _random_metric(d, rank, seed):
@@ -93,7 +108,7 @@ def test_auto_rule_picks_balltree_only_in_low_rank():
 
 def test_non_psd_metric_is_rejected(iris_problem):
     with pytest.raises(ValueError, match="positive semidefinite"):
-        active_triplets(iris_problem, -np.eye(4))
+        check_psd_metric(iris_problem, -np.eye(4))
 
 
 @pytest.mark.parametrize("shape", [(7, 13), (1, 1), (16, 8), (3, 5)])

@@ -41,8 +41,10 @@ def test_converges_to_the_certified_optimum(iris, iris_result):
 def test_evidence_re_derives_the_lower_bound(iris, iris_result):
     c = iris_result.certificate
     # lmnn_sdp re-proves it in its own coordinates: the same bound up to rounding
-    lower, alpha, _ = dual_lower_bound(iris, c.triplets, c.multipliers)
-    assert lower == pytest.approx(c.lower, rel=1e-10) and alpha == pytest.approx(c.dual_scale, rel=1e-10)
+    bound = dual_lower_bound(iris, c.triplets, c.multipliers)
+    assert bound.lower == pytest.approx(c.lower, rel=1e-10)
+    assert bound.alpha == pytest.approx(c.dual_scale, rel=1e-10)
+    assert c.verify().lower == pytest.approx(c.lower, rel=1e-10)  # and so does the certificate
     assert np.all((c.multipliers > 0) & (c.multipliers <= iris.mu))
     # each evidence triplet is active at the solver's metric, and the multipliers sum to the bound
     assert np.all(iris.triplet_margins(iris_result.metric, c.triplets) > -0.05)
@@ -51,13 +53,11 @@ def test_evidence_re_derives_the_lower_bound(iris, iris_result):
 
 def test_tampered_evidence_does_not_keep_the_bound(iris, iris_result):
     c = iris_result.certificate
-    doubled, _, _ = dual_lower_bound(iris, c.triplets, 2 * c.multipliers)  # clipped at mu, then scaled
-    assert doubled <= IRIS_OPTIMUM * (1 + 1e-9)
-    flipped, _, _ = dual_lower_bound(iris, c.triplets, -c.multipliers)
-    assert flipped == 0.0
-    shifted = c.triplets.copy()
-    shifted[:, 2] = shifted[::-1, 2]  # the multipliers on other triplets
-    assert dual_lower_bound(iris, shifted, c.multipliers)[0] < 0.99 * c.lower
+    doubled = dual_lower_bound(iris, c.triplets, 2 * c.multipliers)  # clipped at mu, then scaled
+    assert doubled.lower <= IRIS_OPTIMUM * (1 + 1e-9)
+    assert dual_lower_bound(iris, c.triplets, -c.multipliers).lower == 0.0
+    shuffled = np.random.default_rng(0).permutation(c.multipliers)  # on the wrong triplets
+    assert dual_lower_bound(iris, c.triplets, shuffled).lower < 0.99 * c.lower
 
 
 def test_budget_stops_early_without_converging(iris):
@@ -130,4 +130,4 @@ def test_importing_the_fast_solver_does_not_load_cvxpy():
 
 def test_package_exports():
     assert fast_solver.solve is solve
-    assert {"LMNN", "solve", "FastLMNNResult", "active_triplets", "project_psd"} <= set(fast_solver.__all__)
+    assert {"LMNN", "solve", "FastLMNNResult", "impostor_pairs", "project_psd"} <= set(fast_solver.__all__)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pytest
 
-from lmnn_sdp import LMNNProblem, certify, solve_lmnn
+from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn
 from lmnn_sdp.bounds import dual_lower_bound, largest_feasible_scale, relative_gap
+from lmnn_sdp.certificates import storage
 
 
 def small_problem(seed: int, n: int = 12, d: int = 3, k: int = 2, mu: float = 0.5):
@@ -34,7 +38,8 @@ def test_scaled_multipliers_are_dual_feasible_and_scale_is_maximal():
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.3)
-        lower, alpha, _ = dual_lower_bound(p, t, lam)
+        bound = dual_lower_bound(p, t, lam)
+        lower, alpha = bound.lower, bound.alpha
         assert lower == pytest.approx(alpha * lam.sum())
         assert np.linalg.eigvalsh(brute_dual_matrix(p, t, alpha * lam))[0] >= -1e-9
         if alpha < 1:  # a slightly larger scale leaves the dual cone
@@ -47,9 +52,8 @@ def test_lower_bound_never_exceeds_optimum_or_upper_bound(solved):
     t = p.all_triplets()
     for _ in range(30):
         lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < rng.uniform())
-        lower, _, _ = dual_lower_bound(p, t, lam)
-        assert lower <= result.objective * (1 + 1e-9)
-        M = result.M + rng.uniform() * np.diag(rng.uniform(size=3))
+        assert dual_lower_bound(p, t, lam).lower <= result.upper * (1 + 1e-9)
+        M = result.metric + rng.uniform() * np.diag(rng.uniform(size=3))
         assert certify(p, M).lower <= p.objective(M)
 
 
@@ -65,24 +69,24 @@ def test_bounds_bracket_over_many_random_instances():
 
 def test_certify_closes_gap_at_optimum_and_not_at_identity(solved):
     p, result = solved
-    at_optimum = certify(p, result.M)
+    at_optimum = certify(p, result.metric)
     assert at_optimum.certified and at_optimum.relative_gap <= 1e-6
     at_identity = certify(p, np.eye(3))
     assert not at_identity.certified and at_identity.relative_gap > 0.05
-    assert at_identity.lower <= result.objective * (1 + 1e-9)
+    assert at_identity.lower <= result.upper * (1 + 1e-9)
 
 
 def test_certificate_from_solver_multipliers(solved):
     p, result = solved
-    cert = certify(p, result.M, triplets=result.triplets, multipliers=result.multipliers)
+    cert = certify(p, result.metric, triplets=result.triplets, multipliers=result.multipliers)
     assert cert.relative_gap <= 1e-6
     assert cert.n_multipliers == p.n_triplets
 
 
 def test_multipliers_outside_the_box_are_clipped_not_trusted(solved):
     p, result = solved
-    inflated = certify(p, result.M, triplets=result.triplets, multipliers=10 * result.multipliers)
-    assert inflated.lower <= result.objective * (1 + 1e-9)
+    inflated = certify(p, result.metric, triplets=result.triplets, multipliers=10 * result.multipliers)
+    assert inflated.lower <= result.upper * (1 + 1e-9)
 
 
 def test_largest_feasible_scale_closed_form_and_bisection_agree():
@@ -118,9 +122,9 @@ def test_certify_rejects_bad_metrics(M, match):
 def test_certify_rejects_half_a_multiplier_set(solved):
     p, result = solved
     with pytest.raises(ValueError, match="together"):
-        certify(p, result.M, triplets=result.triplets)
+        certify(p, result.metric, triplets=result.triplets)
     with pytest.raises(ValueError, match="shape"):
-        certify(p, result.M, triplets=result.triplets, multipliers=result.multipliers[:-1])
+        certify(p, result.metric, triplets=result.triplets, multipliers=result.multipliers[:-1])
 
 
 def test_rounding_level_negative_eigenvalues_are_clipped_for_the_upper_bound():
@@ -134,8 +138,113 @@ def test_the_box_caps_multipliers_that_the_cone_cannot():
     # Target at 3, impostor at 1: C_il - C_ij = -8 is negative, so Z stays PSD for any
     # multiplier on this triplet and only the box lambda <= mu keeps the bound honest.
     p = LMNNProblem(np.array([[0.0], [3.0], [1.0], [1.1]]), [0, 0, 1, 1], k=1, mu=0.5)
-    optimum = solve_lmnn(p).objective
+    optimum = solve_lmnn(p).upper
     assert optimum <= 8 * p.mu  # eps(0) = mu * (number of triplets)
-    lower, alpha, _ = dual_lower_bound(p, np.array([[0, 1, 2]]), np.array([100.0]))
-    assert alpha == 1.0 and lower == pytest.approx(p.mu)
-    assert lower <= optimum
+    bound = dual_lower_bound(p, np.array([[0, 1, 2]]), np.array([100.0]))
+    assert bound.alpha == 1.0 and bound.lower == pytest.approx(p.mu)
+    assert bound.lower <= optimum
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda t, p: np.vstack([t, t[:1]]), "appears twice"),  # mu twice on one triplet
+    (lambda t, p: np.vstack([t, [[t[0, 0], t[0, 0] + 1, t[0, 2]]]]), "not a target neighbour"),
+    (lambda t, p: np.vstack([t, [[t[0, 0], t[0, 1], t[0, 1]]]]), "no impostor"),
+])
+def test_multipliers_on_anything_but_distinct_triplets_are_refused(solved, change, match):
+    # Each of these, accepted, would let the box [0, mu] be exceeded per real triplet or
+    # put a multiplier on a constraint the SDP does not have: the bound could overshoot.
+    p, result = solved
+    t = result.triplets[result.multipliers > 0]
+    bad = change(t, p)
+    if match == "not a target neighbour":
+        assert bad[-1, 1] not in p.targets[bad[-1, 0]]
+    with pytest.raises(ValueError, match=match):
+        dual_lower_bound(p, bad, np.full(len(bad), p.mu))
+
+
+def test_a_duplicated_triplet_could_prove_more_than_the_optimum():
+    # Why the check exists: on the 1-D problem above, mu on each of two copies of the
+    # one triplet would "prove" 2 mu, above the optimum.
+    p = LMNNProblem(np.array([[0.0], [3.0], [1.0], [1.1]]), [0, 0, 1, 1], k=1, mu=0.5)
+    optimum = solve_lmnn(p).upper
+    t = p.all_triplets()
+    both = np.vstack([t, t])
+    assert len(both) * p.mu > optimum  # what an unchecked sum would claim
+    with pytest.raises(ValueError, match="appears twice"):
+        dual_lower_bound(p, both, np.full(len(both), p.mu))
+
+
+def test_certificate_carries_its_evidence_and_verifies(solved):
+    p, result = solved
+    cert = certify(p, result.metric)
+    again = cert.verify()
+    assert again.lower == pytest.approx(cert.lower, rel=1e-12)
+    assert again.upper == pytest.approx(p.objective(result.metric), rel=1e-12)
+    assert cert.problem is p and cert.metric.shape == (3, 3) and cert.kind == "lmnn"
+
+
+@pytest.mark.parametrize("field,factor,match", [
+    ("upper", 1.001, "objective"), ("lower", 1.001, "prove"),
+    ("relative_gap", 2.0, "relative_gap"), ("tol", 1e-6, "contradicts"),
+])
+def test_verify_refuses_a_number_the_evidence_does_not_support(solved, field, factor, match):
+    p, result = solved
+    cert = certify(p, result.metric, tol=1e-6)
+    if field == "tol":  # stated certified, but the gap is above the stated tol
+        cert = dataclasses.replace(cert, tol=cert.relative_gap * 0.5)
+    else:
+        cert = dataclasses.replace(cert, **{field: getattr(cert, field) * factor})
+    with pytest.raises(ValueError, match=match):
+        cert.verify()
+
+
+def test_verify_refuses_weakened_evidence(solved):
+    p, result = solved
+    cert = certify(p, result.metric)
+    weaker = dataclasses.replace(cert, multipliers=0.99 * cert.multipliers)
+    with pytest.raises(ValueError, match="prove"):
+        weaker.verify()
+
+
+def test_save_load_round_trip_and_tampering(solved, tmp_path):
+    p, result = solved
+    cert = certify(p, result.metric)
+    npz, js = cert.save(tmp_path / "iris-like")
+    loaded = Certificate.load(js)
+    loaded.verify()
+    assert (loaded.upper, loaded.lower, loaded.certified) == (cert.upper, cert.lower, cert.certified)
+    np.testing.assert_array_equal(loaded.metric, cert.metric)
+    # every stored array: an edit is refused on loading
+    with np.load(npz) as data:
+        arrays = {key: data[key] for key in data.files}
+    for key in arrays:
+        edited = dict(arrays)
+        edited[key] = arrays[key] + (1 if arrays[key].dtype.kind == "i" else 0.01)
+        np.savez_compressed(tmp_path / "edited.npz", **edited)
+        (tmp_path / "edited.json").write_text(js.read_text())
+        with pytest.raises(ValueError, match="digest"):
+            Certificate.load(tmp_path / "edited")
+    # every stored number: an edit is refused on loading
+    fields = json.loads(js.read_text())
+    np.savez_compressed(tmp_path / "edited.npz", **arrays)
+    for key, value in fields.items():
+        if key == "sha256":
+            continue
+        edited = dict(fields, **{key: not value if isinstance(value, bool) else
+                                 value + "x" if isinstance(value, str) else value * 1.01 + 1})
+        (tmp_path / "edited.json").write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match="digest"):
+            Certificate.load(tmp_path / "edited")
+
+
+def test_a_forged_digest_does_not_forge_the_proof(solved, tmp_path):
+    # Whoever re-computes the digest after raising the bound is caught by verify().
+    p, _ = solved
+    cert = certify(p, np.eye(3))  # far from the optimum: a gap of several percent
+    arrays, fields = cert.record()
+    fields["lower"] = fields["upper"]
+    fields["relative_gap"] = 0.0
+    storage.save(tmp_path / "forged", arrays, fields)
+    forged = Certificate.load(tmp_path / "forged")
+    with pytest.raises(ValueError, match="prove"):
+        forged.verify()

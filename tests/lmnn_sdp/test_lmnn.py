@@ -35,10 +35,10 @@ def test_full_dual_and_cutting_plane_match_reference(seed, mu):
               solve_lmnn(p, method="aggregated"))
     for result in solves:
         assert result.certificate.certified, result
-        assert result.objective == pytest.approx(expected, rel=1e-6)
-        assert result.lower_bound <= result.objective
-        assert result.objective == pytest.approx(p.objective(result.M), rel=1e-14)
-        assert np.allclose(result.M, result.M.T) and np.linalg.eigvalsh(result.M)[0] >= -1e-12
+        assert result.upper == pytest.approx(expected, rel=1e-6)
+        assert result.lower <= result.upper
+        assert result.upper == pytest.approx(p.objective(result.metric), rel=1e-14)
+        assert np.allclose(result.metric, result.metric.T) and np.linalg.eigvalsh(result.metric)[0] >= -1e-12
 
 
 def test_iris_full_cutting_plane_and_aggregated_agree():
@@ -49,7 +49,7 @@ def test_iris_full_cutting_plane_and_aggregated_agree():
     aggregated = solve_lmnn(p, method="aggregated")
     for result in (full, cut, aggregated):
         assert result.relative_gap <= 1e-6
-        assert result.objective == pytest.approx(full.objective, rel=1e-6)
+        assert result.upper == pytest.approx(full.upper, rel=1e-6)
     assert cut.n_triplets < p.n_triplets  # the working set stays a fraction of 45,000
     assert cut.rounds[-1].violated_outside == 0
     assert aggregated.rounds[-1].sdp_triplets < 200  # only triplets near the margin
@@ -59,9 +59,9 @@ def test_aggregated_from_a_given_start_and_every_round_bound_is_valid():
     p = tiny(9, 0.2, n=16)
     optimum = reference_optimum(p)
     result = solve_lmnn(p, method="aggregated", start=np.eye(2), band=0.02)
-    assert result.objective == pytest.approx(optimum, rel=1e-6)
-    assert all(r.lower_bound <= optimum * (1 + 1e-9) for r in result.rounds)
-    assert all(r.objective >= optimum * (1 - 1e-9) for r in result.rounds)
+    assert result.upper == pytest.approx(optimum, rel=1e-6)
+    assert all(r.lower <= optimum * (1 + 1e-9) for r in result.rounds)
+    assert all(r.upper >= optimum * (1 - 1e-9) for r in result.rounds)
 
 
 def test_cutting_plane_from_a_given_working_set():
@@ -69,7 +69,7 @@ def test_cutting_plane_from_a_given_working_set():
     full = solve_lmnn(p)
     start = full.triplets[full.multipliers > 1e-6]
     warm = solve_lmnn(p, method="cutting-plane", working_set=start)
-    assert warm.objective == pytest.approx(full.objective, rel=1e-6)
+    assert warm.upper == pytest.approx(full.upper, rel=1e-6)
     assert len(warm.rounds) <= 2
 
 
@@ -77,17 +77,17 @@ def test_scs_is_available_and_reported_honestly():
     p = tiny(4, 0.5)
     result = solve_lmnn(p, solver="SCS", solver_options={"eps_abs": 1e-9, "eps_rel": 1e-9})
     assert result.solver == "SCS"
-    assert result.lower_bound <= result.objective
-    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-4)
+    assert result.lower <= result.upper
+    assert result.upper == pytest.approx(reference_optimum(p), rel=1e-4)
 
 
 def test_mu_zero_and_one():
     p0 = tiny(5, 0.0)
-    assert solve_lmnn(p0).objective == pytest.approx(0.0, abs=1e-6)
+    assert solve_lmnn(p0).upper == pytest.approx(0.0, abs=1e-6)
     p1 = tiny(5, 1.0)
     r1 = solve_lmnn(p1)
-    assert r1.objective == pytest.approx(reference_optimum(p1), abs=1e-6)
-    assert r1.lower_bound <= r1.objective + 1e-12
+    assert r1.upper == pytest.approx(reference_optimum(p1), abs=1e-6)
+    assert r1.lower <= r1.upper + 1e-12
 
 
 def test_duplicate_points():
@@ -97,7 +97,7 @@ def test_duplicate_points():
     p = LMNNProblem(X, np.arange(12) % 3, k=2, mu=0.5)
     result = solve_lmnn(p, method="cutting-plane")
     assert result.certificate.certified
-    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-6)
+    assert result.upper == pytest.approx(reference_optimum(p), rel=1e-6)
 
 
 def test_rank_deficient_inputs_are_solved_on_the_data_range():
@@ -107,7 +107,7 @@ def test_rank_deficient_inputs_are_solved_on_the_data_range():
     p = LMNNProblem(X, np.arange(12) % 2, k=2, mu=0.5)
     result = solve_lmnn(p)
     assert result.certificate.certified
-    assert result.objective == pytest.approx(reference_optimum(LMNNProblem(Z, p.y, targets=p.targets)), rel=1e-6)
+    assert result.upper == pytest.approx(reference_optimum(LMNNProblem(Z, p.y, targets=p.targets)), rel=1e-6)
 
 
 def test_no_impostors_at_all():
@@ -116,7 +116,7 @@ def test_no_impostors_at_all():
     assert len(p.active_triplets(np.eye(2))) == 0
     result = solve_lmnn(p, method="cutting-plane")
     assert result.certificate.certified
-    assert result.objective == pytest.approx(reference_optimum(p), rel=1e-6)
+    assert result.upper == pytest.approx(reference_optimum(p), rel=1e-6)
 
 
 def test_bad_solver_and_method():
@@ -137,7 +137,8 @@ def test_golden_section_finds_the_minimum_of_a_convex_kink():
 
 
 def test_best_scaled_identity_beats_every_other_scale():
-    from lmnn_sdp.formulation import best_scaled_identity, reduced_space
+    from lmnn_sdp.formulation import reduced_space
+    from lmnn_sdp.start import best_scaled_identity
 
     p = tiny(10, 0.5, n=20)
     space = reduced_space(p)

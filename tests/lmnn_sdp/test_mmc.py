@@ -1,4 +1,5 @@
-"""MMC (Xing et al. 2002; JMLR 2009 sec. 2.3.1): evaluators, bounds, solves, bad inputs."""
+"""MMC (Xing et al. 2002; JMLR 2009 sec. 2.3.1): evaluators, bounds, solves, refinement,
+bad inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 import scipy.linalg
 from sklearn.datasets import load_iris, load_wine
 
-from lmnn_sdp.mmc import (
+from lmnn_sdp import (
+    MMCCertificate,
     MMCResult,
     certify_mmc,
     label_pairs,
@@ -17,8 +19,13 @@ from lmnn_sdp.mmc import (
     solve_mmc,
     xing_objective,
 )
+from lmnn_sdp.mmc import solve
+from lmnn_sdp.mmc.refine import Refinement
 
 LOG_HALF = 0.5 + 0.5 * np.log(2.0)
+IRIS_FULL = 781.17184612  # certified optimum of (MMC) on iris, relative gap 1e-10
+IRIS_DIAGONAL = -5.4717610373  # of (XING) on iris
+LOOSE = {"tol_gap_abs": 1e-3, "tol_gap_rel": 1e-3, "tol_feas": 1e-3, "tol_ktratio": 1e-3}
 
 
 # -- helpers ------------------------------------------------------------------
@@ -100,9 +107,10 @@ def test_certificate_objective_is_that_of_the_feasible_rescaling():
     cert = certify_mmc(X, M, y)
     scale = np.sum(pair_distances(X, similar, M))
     assert np.allclose(cert.metric, M / scale)
-    assert np.sum(pair_distances(X, similar, cert.A)) == pytest.approx(1.0, rel=1e-12)
+    assert np.sum(pair_distances(X, similar, cert.metric)) == pytest.approx(1.0, rel=1e-12)
     assert cert.objective == pytest.approx(mmc_objective(X, dissimilar, M) / np.sqrt(scale), rel=1e-12)
-    assert cert.lower_bound <= cert.objective <= cert.upper_bound
+    assert cert.lower <= cert.objective <= cert.upper and cert.sense == "maximize"
+    assert cert.lower == pytest.approx(cert.objective, rel=1e-14)  # well scaled: tiny rounding
     assert cert.min_eigenvalue > 0
 
 
@@ -113,7 +121,7 @@ def test_upper_bound_is_at_most_the_closed_form_at_the_candidate(seed):
     M = random_psd(np.random.default_rng(seed), X.shape[1])
     similar, dissimilar = brute_pairs(y)
     brute = brute_upper_bound(X, similar, dissimilar, M)
-    assert certify_mmc(X, M, y).upper_bound <= brute * (1 + 1e-9)
+    assert certify_mmc(X, M, y).upper <= brute * (1 + 1e-9)
 
 
 # -- closed forms in one dimension --------------------------------------------
@@ -131,7 +139,7 @@ def test_one_dimensional_optimum_is_the_closed_form():
     assert diag.objective == pytest.approx(LOG_HALF - np.log(best), abs=1e-9)
     assert diag.metric == pytest.approx(np.array([[0.5 / v2]]), rel=1e-7)
     exact = certify_mmc(X, [[1 / v2]], y)
-    assert exact.gap <= 1e-12 and exact.upper_bound == pytest.approx(best, rel=1e-12)
+    assert exact.relative_gap <= 1e-12 and exact.upper == pytest.approx(best, rel=1e-12)
 
 
 # -- bounds bracket the optimum -----------------------------------------------
@@ -142,9 +150,9 @@ def test_full_bounds_bracket_every_feasible_value(seed):
     X, y = tiny_instance(seed)
     rng = np.random.default_rng(seed)
     certs = [solve_mmc(X, y)] + [certify_mmc(X, random_psd(rng, X.shape[1]), y) for _ in range(4)]
-    assert max(c.lower_bound for c in certs) <= min(c.upper_bound for c in certs)
-    assert all(c.lower_bound <= c.objective <= c.upper_bound for c in certs)
-    assert certs[0].certified and certs[0].gap <= 1e-6
+    assert max(c.lower for c in certs) <= min(c.upper for c in certs)
+    assert all(c.lower <= c.objective <= c.upper for c in certs)
+    assert certs[0].certified and certs[0].relative_gap <= 1e-6
     similar, dissimilar = label_pairs(y)
     A = cp.Variable((X.shape[1],) * 2, PSD=True)
     U, V = X[dissimilar[:, 0]] - X[dissimilar[:, 1]], X[similar[:, 0]] - X[similar[:, 1]]
@@ -161,28 +169,19 @@ def test_diagonal_lower_bound_is_below_every_xing_value(seed):
     X, y = tiny_instance(seed)
     rng = np.random.default_rng(seed)
     result = solve_mmc(X, y, diagonal=True)
-    assert result.certified and result.gap <= 1e-6
+    assert result.certified and result.relative_gap <= 1e-6 and result.sense == "minimize"
     similar, dissimilar = label_pairs(y)
     for _ in range(4):
         a = rng.uniform(0, 1, size=X.shape[1]) * rng.integers(0, 2, size=X.shape[1])
         if a.any():
-            assert xing_objective(X, similar, dissimilar, a) >= result.lower_bound
-            assert certify_mmc(X, np.diag(a), y, diagonal=True).lower_bound <= result.upper_bound
+            assert xing_objective(X, similar, dissimilar, a) >= result.lower
+            assert certify_mmc(X, np.diag(a), y, diagonal=True).lower <= result.upper
     U, V = X[dissimilar[:, 0]] - X[dissimilar[:, 1]], X[similar[:, 0]] - X[similar[:, 1]]
     a = cp.Variable(X.shape[1], nonneg=True)
     literal = cp.Problem(cp.Minimize(cp.sum(V**2 @ a) - cp.log(cp.sum(cp.sqrt(U**2 @ a)))))
     literal.solve(solver="CLARABEL")
-    assert xing_objective(X, similar, dissimilar, np.maximum(a.value, 0)) >= result.lower_bound
+    assert xing_objective(X, similar, dissimilar, np.maximum(a.value, 0)) >= result.lower
     assert literal.value == pytest.approx(result.objective, abs=1e-5)
-
-
-def test_scs_answers_are_bracketed_whatever_their_status():
-    X, y = tiny_instance(3)
-    reference = solve_mmc(X, y)
-    rough = solve_mmc(X, y, solver="SCS", solver_options={"max_iters": 5})
-    assert rough.lower_bound <= reference.upper_bound
-    assert reference.lower_bound <= rough.upper_bound
-    assert not rough.certified and rough.gap > 1e-6
 
 
 def test_a_poor_candidate_is_not_certified():
@@ -193,8 +192,8 @@ def test_a_poor_candidate_is_not_certified():
     scale = sum(np.sum((X[i] - X[j]) ** 2) for i, j in similar)
     assert euclidean.objective == pytest.approx(sum(norms) / np.sqrt(scale), rel=1e-12)
     assert euclidean.objective == pytest.approx(372.9357, abs=1e-4)
-    assert not euclidean.certified and euclidean.gap > 0.5
-    assert euclidean.upper_bound >= 781.1718
+    assert not euclidean.certified and euclidean.relative_gap > 0.5
+    assert euclidean.upper >= IRIS_FULL
     assert "NOT certified" in repr(euclidean)
 
 
@@ -202,54 +201,116 @@ def test_a_poor_candidate_is_not_certified():
 def test_iris_full_is_certified():
     X, y = iris()
     result = solve_mmc(X, y)
-    assert isinstance(result, MMCResult) and result.certified and result.gap <= 1e-6
-    assert result.objective == pytest.approx(781.171846, rel=1e-7)
-    assert result.lower_bound <= 781.171846 <= result.upper_bound
+    assert isinstance(result, MMCResult) and isinstance(result.certificate, MMCCertificate)
+    assert result.certified and result.relative_gap <= 1e-9  # a margin of 1000 under tol
+    assert result.objective == pytest.approx(IRIS_FULL, rel=1e-9)
+    assert result.lower <= result.objective <= result.upper
     similar, dissimilar = label_pairs(y)
-    assert np.sum(pair_distances(X, similar, result.A)) == pytest.approx(1.0, rel=1e-12)
+    assert np.sum(pair_distances(X, similar, result.metric)) == pytest.approx(1.0, rel=1e-12)
     assert np.linalg.eigvalsh(result.metric)[0] >= 0
-    again = certify_mmc(X, result.metric, y)  # from the metric alone, no solver duals
+    again = certify_mmc(X, result.metric, y)  # from the metric alone
     assert again.certified and again.objective == pytest.approx(result.objective, rel=1e-12)
 
 
 def test_iris_diagonal_is_certified():
     X, y = iris()
     result = solve_mmc(X, y, diagonal=True)
-    assert result.certified and result.gap <= 1e-6
-    assert result.objective == pytest.approx(-5.47176104, abs=1e-7)
-    assert result.lower_bound <= -5.47176104 <= result.upper_bound
+    assert result.certified and result.relative_gap <= 1e-9
+    assert result.objective == pytest.approx(IRIS_DIAGONAL, abs=1e-9)
+    assert result.lower <= result.objective <= result.upper
     weights = np.diag(result.metric)
     assert np.count_nonzero(result.metric - np.diag(weights)) == 0 and weights.min() >= 0
     similar, dissimilar = label_pairs(y)
-    assert xing_objective(X, similar, dissimilar, weights) == pytest.approx(result.objective, abs=1e-12)
-    assert np.sum(pair_distances(X, similar, result.metric)) == pytest.approx(0.5, rel=1e-6)
+    g = xing_objective(X, similar, dissimilar, weights)
+    assert g == pytest.approx(result.objective, abs=1e-12)
+    assert np.sum(pair_distances(X, similar, result.metric)) == pytest.approx(0.5, rel=1e-12)
 
 
 def test_wine_full_is_certified():
     X, y = wine_standardised()
     result = solve_mmc(X, y)
-    assert result.certified and result.gap <= 1e-6
+    assert result.certified and result.relative_gap <= 1e-9
     assert result.objective == pytest.approx(492.740210, rel=1e-7)
 
 
 def test_wine_diagonal_is_certified_and_invariant_to_feature_scales():
     X, y = wine_standardised()
     result = solve_mmc(X, y, diagonal=True)
-    assert result.certified and result.gap <= 1e-6
+    assert result.certified and result.relative_gap <= 1e-9
     assert result.objective == pytest.approx(-4.7967629, abs=1e-7)
     raw = solve_mmc(load_wine(return_X_y=True)[0], y, diagonal=True)
-    assert raw.certified and raw.objective == pytest.approx(result.objective, abs=1e-7)
+    assert raw.certified and raw.objective == pytest.approx(result.objective, abs=1e-9)
 
 
 def test_full_optimum_is_invariant_to_linear_maps():
-    """X -> X T maps the optimal metric A to T^{-1} A T^{-T}; the optimum is unchanged."""
+    """X -> X T maps the optimal metric A to T^{-1} A T^{-T}; the optimum is unchanged.
+
+    T scales features by 1e3 to 1e-2: the optimal metric then cancels on similar pairs
+    (|v|^T |A| |v| is 3e9 times v^T A v), so a float metric in these coordinates is
+    feasible only to about 1e-6, and the certificate says so (gap 1.1e-6, not 1e-10)."""
     X, y = iris()
-    T = np.diag([1e3, 1.0, 1e-2, 5.0]) @ scipy.linalg.expm(np.random.default_rng(0).normal(size=(4, 4)) / 3)
-    base, mapped = solve_mmc(X, y), solve_mmc(X @ T, y)
-    assert mapped.certified and mapped.objective == pytest.approx(base.objective, rel=1e-7)
+    rotation = scipy.linalg.expm(np.random.default_rng(0).normal(size=(4, 4)) / 3)
+    T = np.diag([1e3, 1.0, 1e-2, 5.0]) @ rotation
+    base, mapped = solve_mmc(X, y), solve_mmc(X @ T, y, tol=1e-5)
+    assert mapped.certified and 1e-9 < mapped.relative_gap <= 1e-5
+    assert mapped.objective == pytest.approx(base.objective, rel=1e-7)
+    assert mapped.lower <= base.upper and base.lower <= mapped.upper
     Tinv = np.linalg.inv(T)
     assert np.allclose(Tinv @ base.metric @ Tinv.T, mapped.metric, rtol=1e-3,
                        atol=1e-5 * np.abs(mapped.metric).max())
+
+
+# -- refinement: certified whatever the solver's luck -------------------------
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("solver, options", [("CLARABEL", LOOSE), ("CLARABEL", {"max_iter": 1}),
+                                             ("SCS", {"max_iters": 5})])
+def test_refinement_certifies_a_loose_start(diagonal, solver, options):
+    """A solve stopped far from the optimum is refined to a certified answer by the
+    first attempt; its own metric is not certifiable."""
+    X, y = iris()
+    result = solve_mmc(X, y, diagonal=diagonal, solver=solver, solver_options=options)
+    first = result.attempts[0]
+    assert first.solver == solver and first.options == options and first.solver_gap > 1e-6
+    assert len(result.attempts) == 1 and first.steps > 0
+    assert result.certified and result.relative_gap == first.relative_gap <= 1e-9
+    expected = IRIS_DIAGONAL if diagonal else IRIS_FULL
+    assert result.objective == pytest.approx(expected, rel=1e-9)
+
+
+def test_ladder_re_solves_when_the_refinement_stalls(monkeypatch):
+    """Without refinement (stubbed out) and with an unreachable tol, every rung runs:
+    the solver as asked, then tight, then the other solver; the best is reported."""
+    def no_refinement(Uw, start, diagonal, target):
+        return Refinement(start, 0, np.inf)
+
+    monkeypatch.setattr(solve, "refine", no_refinement)
+    X, y = tiny_instance(3)
+    result = solve_mmc(X, y, tol=1e-15, solver_options={"max_iter": 3})
+    assert [(a.solver, a.options) for a in result.attempts] == [
+        ("CLARABEL", {"max_iter": 3}),
+        ("CLARABEL", {"max_iter": 3, **solve.TIGHT_OPTIONS["CLARABEL"]}),
+        ("SCS", solve.TIGHT_OPTIONS["SCS"])]
+    assert not result.certified
+    assert result.relative_gap == min(a.relative_gap for a in result.attempts) > 1e-15
+    assert result.attempts[1].relative_gap < result.attempts[0].relative_gap
+
+
+def test_an_unreachable_tolerance_is_reported_not_claimed():
+    """The refinement reaches the rounding floor; no re-solve can do better, so the
+    ladder stops there and says certified=False with the gap it proved."""
+    X, y = tiny_instance(3)
+    result = solve_mmc(X, y, tol=1e-15)
+    assert not result.certified and 1e-15 < result.relative_gap < 1e-9
+    assert len(result.attempts) == 1
+    assert "NOT certified" in repr(result)
+
+
+def test_scs_answers_are_bracketed():
+    X, y = tiny_instance(3)
+    reference = solve_mmc(X, y)
+    other = solve_mmc(X, y, solver="SCS")
+    assert other.lower <= reference.upper and reference.lower <= other.upper
+    assert other.certified and other.solver == "SCS"
 
 
 # -- pairs given explicitly, singular similar scatter --------------------------
@@ -275,7 +336,7 @@ def test_mmc_with_a_few_explicit_pairs():
     X = np.array([[0.0, 0.0], [1.0, 0.2], [0.0, 1.0], [3.0, 2.0], [2.5, 3.0]])
     result = solve_mmc(X, similar=[[0, 1], [0, 2]], dissimilar=[[1, 3], [2, 4], [0, 4]])
     assert result.certified
-    assert result.lower_bound <= result.objective <= result.upper_bound
+    assert result.lower <= result.objective <= result.upper
 
 
 # -- bad inputs ---------------------------------------------------------------
@@ -366,7 +427,7 @@ def test_rounding_sized_asymmetry_and_negative_eigenvalues_are_accepted():
     noisy[0, 1] += 1e-13 * w[-1]
     cert = certify_mmc(X, noisy, y)
     assert cert.min_eigenvalue < 0 and np.linalg.eigvalsh(cert.metric)[0] >= -1e-15 * w[-1]
-    assert cert.upper_bound >= solve_mmc(X, y).lower_bound
+    assert cert.upper >= solve_mmc(X, y).lower
 
 
 def test_low_rank_candidates_get_finite_bounds():
@@ -375,16 +436,22 @@ def test_low_rank_candidates_get_finite_bounds():
     z = np.random.default_rng(4).normal(size=4)
     for metric in (np.outer(z, z), np.diag([0.0, 0.0, 1.0, 0.0])):
         cert = certify_mmc(X, metric, y)
-        assert np.isfinite([cert.objective, cert.lower_bound, cert.upper_bound]).all()
-        assert cert.lower_bound <= 781.1718461 <= cert.upper_bound and not cert.certified
+        assert np.isfinite([cert.objective, cert.lower, cert.upper]).all()
+        assert cert.lower <= IRIS_FULL <= cert.upper and not cert.certified
     diag = certify_mmc(X, np.diag([0.0, 0.0, 1.0, 0.0]), y, diagonal=True)
-    assert np.isfinite(diag.objective) and diag.lower_bound <= -5.47176104 <= diag.upper_bound
+    assert np.isfinite(diag.objective) and diag.lower <= IRIS_DIAGONAL <= diag.upper
 
 
-def test_result_reports_status_and_timings():
+def test_result_speaks_the_certificates_vocabulary_and_times_each_stage():
     X, y = tiny_instance(1)
     result = solve_mmc(X, y)
-    assert result.status in {"optimal", "optimal_inaccurate"} and result.solver == "CLARABEL"
-    assert min(result.setup_time, result.solve_time, result.certify_time) >= 0
-    assert result.bound == result.upper_bound and result.A is result.metric
+    cert = result.certificate
+    for name in ("metric", "objective", "sense", "upper", "lower", "relative_gap", "certified",
+                 "tol"):
+        assert np.all(getattr(result, name) == getattr(cert, name)), name
+    assert result.status == result.attempts[-1].status in {"optimal", "optimal_inaccurate"}
+    assert result.solver == "CLARABEL" and cert.status == "computed"
+    stages = ("build", "solve", "refine", "certify")
+    assert set(result.timings) == {*stages, "total"} and result.timings["solve"] > 0
+    assert sum(result.timings[s] for s in stages) <= result.timings["total"]
     assert repr(result).startswith("MMCResult(certified, full: objective=")

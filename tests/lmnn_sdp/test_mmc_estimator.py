@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_iris
 from sklearn.utils.estimator_checks import check_estimator
 
-from lmnn_sdp import MMC, solve_mmc
+from lmnn_sdp import MMC, MMCCertificate, MMCResult, solve_mmc
 
 
 def test_passes_check_estimator():
@@ -21,8 +21,12 @@ def test_fit_is_the_certified_solve_and_transform_is_l(diagonal):
     X, y = load_iris(return_X_y=True)
     model = MMC(diagonal=diagonal).fit(X, y)
     reference = solve_mmc(X, y, diagonal=diagonal)
-    assert model.certificate_.certified
+    assert isinstance(model.certificate_, MMCCertificate) and isinstance(model.result_, MMCResult)
+    assert model.certificate_ is model.result_.certificate and model.certificate_.certified
     assert model.certificate_.objective == pytest.approx(reference.objective, rel=1e-8)
+    assert model.objective_ == model.certificate_.objective
+    np.testing.assert_array_equal(model.metric_, model.certificate_.metric)
+    assert model.certificate_.verify().certified
     np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_,
                                atol=1e-9 * np.abs(model.metric_).max())
     eigenvalues = np.linalg.norm(model.components_, axis=1) ** 2

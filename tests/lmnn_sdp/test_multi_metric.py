@@ -7,16 +7,9 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from lmnn_sdp import LMNNProblem, solve_lmnn
-from lmnn_sdp.multi_metric import solve_mm_lmnn
-from lmnn_sdp.multi_metric_certificate import certify_mm, mm_dual_lower_bound
-from lmnn_sdp.multi_metric_objective import (
-    leave_one_out_error,
-    mm_active_triplets,
-    mm_distance_matrix,
-    mm_objective,
-    mm_triplet_margins,
-)
+from lmnn_sdp import LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
+from lmnn_sdp.bounds import dual_lower_bound
+from lmnn_sdp.problem import distance_matrix, leave_one_out_error
 from validation.datasets import load_bundled
 from validation.instances import concentric_circles
 
@@ -78,7 +71,7 @@ def random_instance(seed: int, n: int = 12, d: int = 2, n_clusters: int = 3, mu:
 def test_objective_matches_triple_loop(seed, mu):
     p, clusters, metrics = random_instance(seed, mu=mu)
     expected = brute_objective(p, metrics, clusters)
-    assert mm_objective(p, metrics, clusters) == pytest.approx(expected, rel=1e-12)
+    assert p.objective(metrics, clusters) == pytest.approx(expected, rel=1e-12)
 
 
 def test_target_and_impostor_terms_use_the_metric_of_the_second_point():
@@ -86,19 +79,19 @@ def test_target_and_impostor_terms_use_the_metric_of_the_second_point():
     t = p.all_triplets()
     expected = [1 + eq16(p.X, metrics, clusters, i, j) - eq16(p.X, metrics, clusters, i, l)
                 for i, j, l in t]
-    margins = mm_triplet_margins(p, metrics, clusters, t)
+    margins = p.triplet_margins(metrics, t, clusters)
     assert np.allclose(margins, expected, rtol=1e-12, atol=1e-12)
-    active = mm_active_triplets(p, metrics, clusters, band=0.1)
+    active = p.active_triplets(metrics, band=0.1, clusters=clusters)
     assert {tuple(r) for r in active} == {tuple(r) for r, m in zip(t, margins) if m > -0.1}
 
 
 def test_one_cluster_is_single_metric_lmnn():
     p, _, metrics = random_instance(6, n=14, n_clusters=1)
     one = np.zeros(p.n_samples, dtype=int)
-    assert mm_objective(p, metrics, one) == pytest.approx(p.objective(metrics[0]), rel=1e-12)
+    assert p.objective(metrics, one) == pytest.approx(p.objective(metrics[0]), rel=1e-12)
     result = solve_mm_lmnn(p, one)
     assert result.certificate.certified
-    assert result.objective == pytest.approx(solve_lmnn(p).objective, rel=1e-6)
+    assert result.upper == pytest.approx(solve_lmnn(p).upper, rel=1e-6)
 
 
 def test_default_clusters_are_the_classes():
@@ -117,9 +110,9 @@ def test_every_method_and_formulation_matches_reference(seed, mu):
               solve_mm_lmnn(p, clusters, method="aggregated")]
     for result in solves:
         assert result.certificate.certified, result
-        assert result.objective == pytest.approx(expected, rel=1e-6)
-        assert result.lower_bound <= expected * (1 + 1e-9)
-        assert result.objective == pytest.approx(mm_objective(p, result.metrics, clusters), rel=1e-14)
+        assert result.upper == pytest.approx(expected, rel=1e-6)
+        assert result.lower <= expected * (1 + 1e-9)
+        assert result.upper == pytest.approx(p.objective(result.metrics, clusters), rel=1e-14)
         assert min(np.linalg.eigvalsh(M)[0] for M in result.metrics) >= -1e-12
 
 
@@ -129,12 +122,12 @@ def test_bounds_bracket_the_optimum_over_many_random_instances():
                                                mu=[0.2, 0.5, 0.8][seed % 3], k=1 + seed % 2)
         optimum = solve_mm_lmnn(p, clusters)
         assert optimum.certificate.certified
-        cert = certify_mm(p, metrics, clusters)
-        assert 0 <= cert.lower <= optimum.objective * (1 + 1e-9) <= cert.upper * (1 + 1e-9)
+        cert = certify(p, metrics, clusters=clusters)
+        assert 0 <= cert.lower <= optimum.upper * (1 + 1e-9) <= cert.upper * (1 + 1e-9)
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.5)
-        assert mm_dual_lower_bound(p, clusters, t, lam).lower <= optimum.objective * (1 + 1e-9)
+        assert dual_lower_bound(p, t, lam, clusters=clusters).lower <= optimum.upper * (1 + 1e-9)
 
 
 def test_scaled_multipliers_are_dual_feasible_and_the_scale_is_maximal():
@@ -143,7 +136,7 @@ def test_scaled_multipliers_are_dual_feasible_and_the_scale_is_maximal():
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.3)
-        bound = mm_dual_lower_bound(p, clusters, t, lam)
+        bound = dual_lower_bound(p, t, lam, clusters=clusters)
         assert bound.lower == pytest.approx(bound.alpha * lam.sum())
         Z = brute_dual_matrices(p, clusters, t, bound.alpha * lam)
         assert min(np.linalg.eigvalsh(z)[0] for z in Z) >= -1e-9
@@ -155,17 +148,17 @@ def test_scaled_multipliers_are_dual_feasible_and_the_scale_is_maximal():
 def test_certify_closes_the_gap_at_the_optimum_and_not_at_the_identity():
     p, clusters, _ = random_instance(8)
     result = solve_mm_lmnn(p, clusters)
-    assert certify_mm(p, result.metrics, clusters).relative_gap <= 1e-6
-    at_identity = certify_mm(p, np.stack([np.eye(2)] * 3), clusters)
-    assert not at_identity.certified and at_identity.lower <= result.objective * (1 + 1e-9)
+    assert certify(p, result.metrics, clusters=clusters).relative_gap <= 1e-6
+    at_identity = certify(p, np.stack([np.eye(2)] * 3), clusters=clusters)
+    assert not at_identity.certified and at_identity.lower <= result.upper * (1 + 1e-9)
 
 
 def test_scs_is_available_and_judged_by_the_certificate():
     p, clusters, _ = random_instance(4, mu=0.5)
     result = solve_mm_lmnn(p, clusters, solver="SCS",
                            solver_options={"eps_abs": 1e-9, "eps_rel": 1e-9})
-    assert result.solver == "SCS" and result.lower_bound <= result.objective
-    assert result.objective == pytest.approx(reference_optimum(p, clusters), rel=1e-4)
+    assert result.solver == "SCS" and result.lower <= result.upper
+    assert result.upper == pytest.approx(reference_optimum(p, clusters), rel=1e-4)
 
 
 def line_and_cloud(seed: int, on_line: int = 0):
@@ -183,13 +176,13 @@ def test_cluster_with_singular_pull_matrix_is_certified_on_the_data_range(method
     result = solve_mm_lmnn(p, method=method)
     assert result.certificate.singular_clusters == (0,)
     assert result.certificate.certified
-    assert result.objective == pytest.approx(reference_optimum(p, p.label_codes), rel=1e-6)
+    assert result.upper == pytest.approx(reference_optimum(p, p.label_codes), rel=1e-6)
 
 
 def test_singular_cluster_with_impostors_in_its_range_is_never_overstated():
     p = line_and_cloud(4, on_line=2)  # impostors on the line cannot be pushed away for free
     optimum = reference_optimum(p, p.label_codes)
-    cert = certify_mm(p, solve_mm_lmnn(p).metrics)
+    cert = certify(p, solve_mm_lmnn(p).metrics, clusters=p.label_codes)
     assert cert.lower <= optimum * (1 + 1e-9) and cert.upper == pytest.approx(optimum, rel=1e-7)
     assert cert.singular_clusters == (0,) and cert.n_dropped > 0
     assert cert.certified == (cert.relative_gap <= cert.tol)
@@ -203,7 +196,7 @@ def test_cluster_that_holds_no_target_neighbour_gets_an_infinite_metric():
     clusters = np.r_[np.zeros(5, int), 2, np.ones(6, int)]
     result = solve_mm_lmnn(p, clusters)
     assert result.certificate.certified and 2 in result.certificate.singular_clusters
-    assert result.objective == pytest.approx(reference_optimum(p, clusters), rel=1e-6)
+    assert result.upper == pytest.approx(reference_optimum(p, clusters), rel=1e-6)
 
 
 def test_fig7_leave_one_out_error_drops_with_three_metrics():
@@ -219,7 +212,7 @@ def test_fig7_leave_one_out_error_drops_with_three_metrics():
 
 def test_distance_matrix_and_leave_one_out_error_by_brute_force():
     p, clusters, metrics = random_instance(9, n=10)
-    D = mm_distance_matrix(p.X, metrics, clusters)
+    D = distance_matrix(p.X, metrics, clusters)
     assert D[3, 7] == pytest.approx(eq16(p.X, metrics, clusters, 3, 7))
     assert D[7, 3] == pytest.approx(eq16(p.X, metrics, clusters, 7, 3))
     wrong = 0
@@ -237,7 +230,7 @@ def test_iris_cutting_plane_and_aggregated_agree():
     aggregated = solve_mm_lmnn(p, method="aggregated")
     for result in (cut, aggregated):
         assert result.relative_gap <= 1e-6 and result.rounds
-    assert aggregated.objective == pytest.approx(cut.objective, rel=1e-6)
+    assert aggregated.upper == pytest.approx(cut.upper, rel=1e-6)
     assert cut.rounds[-1].violated_outside == 0 and cut.n_triplets < p.n_triplets
 
 
@@ -252,15 +245,15 @@ def test_bad_clusters_are_rejected(clusters, error, match):
     with pytest.raises(error, match=match):
         solve_mm_lmnn(p, clusters)
     with pytest.raises(error, match=match):
-        mm_objective(p, np.stack([np.eye(2)] * 3), clusters)
+        p.objective(np.stack([np.eye(2)] * 3), clusters)
 
 
 def test_bad_metrics_methods_and_multipliers_are_rejected():
     p, clusters, metrics = random_instance(11)
     with pytest.raises(ValueError, match="one metric per cluster"):
-        mm_objective(p, metrics[:2], clusters)
+        p.objective(metrics[:2], clusters)
     with pytest.raises(ValueError, match=r"metrics\[1\].*not positive semidefinite"):
-        certify_mm(p, np.stack([np.eye(2), -np.eye(2), np.eye(2)]), clusters)
+        certify(p, np.stack([np.eye(2), -np.eye(2), np.eye(2)]), clusters=clusters)
     with pytest.raises(ValueError, match="method must be"):
         solve_mm_lmnn(p, clusters, method="newton")
     with pytest.raises(ValueError, match="need method"):
@@ -270,4 +263,4 @@ def test_bad_metrics_methods_and_multipliers_are_rejected():
     with pytest.raises(ValueError, match="formulation applies"):
         solve_mm_lmnn(p, clusters, method="aggregated", formulation="primal")
     with pytest.raises(ValueError, match="together"):
-        certify_mm(p, metrics, clusters, triplets=p.all_triplets())
+        certify(p, metrics, clusters=clusters, triplets=p.all_triplets())

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
 
 import lmnn_sdp.problem as problem_module
+from lmnn_sdp.bounds import pair_scatter
 from lmnn_sdp.problem import LMNNProblem
 
 
@@ -116,7 +118,9 @@ def test_scatters_match_outer_product_sums():
     t = p.all_triplets()[rng.choice(p.n_triplets, 30, replace=False)]
     w = rng.uniform(size=30)
     expected = sum(wt * (C(i, l) - C(i, j)) for wt, (i, j, l) in zip(w, t))
-    np.testing.assert_allclose(p.triplet_scatter(t, w), expected, rtol=1e-10, atol=1e-10)
+    a, b = np.r_[t[:, 0], t[:, 0]], np.r_[t[:, 2], t[:, 1]]
+    scatter = pair_scatter(p.X, a, b, np.r_[w, -w])  # the sums of the dual matrix
+    np.testing.assert_allclose(scatter, expected, rtol=1e-10, atol=1e-10)
 
 
 def test_triplet_margins_are_exact_for_duplicates():
@@ -147,6 +151,7 @@ def test_explicit_targets_are_used_and_k_inferred():
     ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": 1.5}, ValueError, r"mu must lie in \[0, 1\]"),
     ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": -0.1}, ValueError, "mu must lie"),
     ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": "a"}, TypeError, "mu must be a real"),
+    ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1, "mu": 0.5 + 0j}, TypeError, "mu must be a real"),
     ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 0}, ValueError, "k must be at least 1"),
     ([[0.0], [1], [2], [3]], [0, 0, 1, 1], {"k": 1.5}, TypeError, "k must be a positive integer"),
     ([[0.0], [1], [2], [3]], [[0, 0, 1, 1]], {"k": 1}, ValueError, "y must be 1-D"),
@@ -177,6 +182,102 @@ def test_bad_metric_raises():
         p.objective(np.eye(2))
     with pytest.raises(ValueError, match="NaN"):
         p.objective(np.full((3, 3), np.nan))
+
+
+X4 = np.array([[0.0, 1.0], [1.0, 0.5], [2.0, 2.5], [3.0, 1.5]])
+Y4 = [0, 0, 1, 1]
+NON_REAL = [  # the data, and the dtype and fix its message must name
+    pytest.param(X4 + 1j, r"complex128; pass X\.real if the imaginary part is zero", id="complex"),
+    pytest.param(X4 + 0j, r"complex128; pass X\.real", id="complex-zero-imaginary"),
+    pytest.param((X4 + 1j).tolist(), "complex128", id="complex-list"),
+    pytest.param(X4.astype(object), r"object; convert it with np\.asarray\(X, dtype=float\)",
+                 id="object"),
+    pytest.param(X4.astype(str), r"<U\d+; parse it with np\.asarray\(X, dtype=float\)", id="str"),
+    pytest.param([["0", "1"], ["1", "0.5"], ["2", "2.5"], ["3", "1.5"]], "<U3; parse it",
+                 id="str-list"),
+    pytest.param(X4.astype(bytes), r"\|S\d+; parse it", id="bytes"),
+    pytest.param(X4.astype("datetime64[s]"), r"datetime64\[s\]; convert dates to numbers",
+                 id="datetime"),
+    pytest.param(X4.astype("timedelta64[s]"), r"timedelta64\[s\]; convert durations to numbers",
+                 id="timedelta"),
+]
+
+
+@pytest.mark.parametrize("X, match", NON_REAL)
+def test_non_real_inputs_raise_a_type_error_naming_x_and_the_fix(X, match):
+    with pytest.raises(TypeError, match="X must be real numbers, got " + match):
+        LMNNProblem(X, Y4, k=1)
+
+
+def test_complex_inputs_raise_no_complex_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's ComplexWarning would fail here
+        with pytest.raises(problem_module.NonRealInputError):
+            LMNNProblem(X4 + 1j, Y4, k=1)
+
+
+def test_boolean_and_integer_inputs_are_numbers():
+    flags = np.array([[True, False], [True, True], [False, False], [False, True]])
+    p = LMNNProblem(flags, Y4, k=1)
+    assert p.X.dtype == np.float64
+    np.testing.assert_array_equal(p.X, flags.astype(float))
+    np.testing.assert_array_equal(LMNNProblem(X4.astype(np.int32), Y4, k=1).X, X4.astype(np.int32))
+
+
+def test_inputs_are_copied_not_frozen():
+    X = X4.copy()
+    LMNNProblem(X, Y4, k=1)
+    X[0, 0] = 9.0  # the caller's array stays writable
+
+
+@pytest.mark.parametrize("M, match", [
+    (np.eye(2) + 1j, r"M must be real numbers, got complex128; pass M\.real"),
+    (np.eye(2).astype(object), "M must be real numbers, got object"),
+    (np.eye(2).astype(str), r"M must be real numbers, got <U\d+"),
+    (np.eye(2).astype("timedelta64[s]"), "M must be real numbers, got timedelta64"),
+])
+def test_non_real_metric_raises_a_type_error(M, match):
+    p = LMNNProblem(X4, Y4, k=1)
+    with pytest.raises(TypeError, match=match):
+        p.objective(M)
+    with pytest.raises(TypeError, match=match):
+        p.target_distances(M)
+
+
+def test_boolean_metric_is_a_zero_one_matrix():
+    p = LMNNProblem(X4, Y4, k=1)
+    assert p.objective(np.eye(2, dtype=bool)) == pytest.approx(p.objective(np.eye(2)), rel=1e-15)
+
+
+@pytest.mark.parametrize("targets, match", [
+    ([[1.0], [0], [3], [2]], r"dtype=float64; convert whole numbers with np\.asarray\(targets, dtype=int\)"),
+    ([[1 + 0j], [0], [3], [2]], "dtype=complex128; pass point indices"),
+    ([["1"], ["0"], ["3"], ["2"]], "dtype=<U1; pass point indices"),
+    ([[True], [False], [True], [False]], "dtype=bool; pass point indices"),
+    (np.array([[1], [0], [3], [2]], dtype=object), "dtype=object; pass point indices"),
+])
+def test_non_integer_targets_raise_a_type_error(targets, match):
+    with pytest.raises(TypeError, match="targets must hold integer indices, got " + match):
+        LMNNProblem(X4, Y4, targets=np.array(targets))
+
+
+@pytest.mark.parametrize("triplets, match", [
+    (np.array([[0, 1, 2]]) + 0j, "dtype=complex128"),
+    (np.array([[0.0, 1, 2]]), "dtype=float64; convert whole numbers"),
+    (np.array([["0", "1", "2"]]), "dtype=<U1"),
+    (np.array([[0, 1, 2]], dtype="timedelta64[s]"), "dtype=timedelta64"),
+])
+def test_non_integer_triplets_raise_a_type_error(triplets, match):
+    p = LMNNProblem(X4, Y4, k=1)
+    with pytest.raises(TypeError, match="triplets must hold integer indices, got " + match):
+        p.triplet_margins(np.eye(2), triplets)
+
+
+def test_empty_float_triplets_are_an_empty_working_set():
+    p = LMNNProblem(X4, Y4, k=1)
+    assert p.triplet_margins(np.eye(2), np.empty((0, 3))).shape == (0,)
+    with pytest.raises(TypeError, match="triplets must hold integer indices"):
+        p.triplet_margins(np.eye(2), np.empty((0, 3), dtype=complex))
 
 
 def test_no_impostors_gives_no_active_triplets():

@@ -1,16 +1,117 @@
-"""The command line: the main job cross-checks, ``exact`` certifies, the others are reachable."""
+"""The command line: discoverable commands, the main job cross-checks, ``exact`` certifies."""
 
 from __future__ import annotations
 
-from validation.__main__ import main
+import json
+import re
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import numpy as np
+import pytest
+
+from validation import certified_corpus, cli
+from validation.cli import main
 from validation.exact import certify_bundled, format_table
 
+COMMANDS = {  # each command and a phrase of its description (its --help)
+    "crosscheck": "Cross-check: every fast solver against the certified exact optimum.",
+    "exact": "Solve and certify exact LMNN",
+    "corpus": "The corpus of certified instances for solver regression tests.",
+    "peers": "Certify other libraries' LMNN metrics under the paper's objective",
+    "data": "Fetch or list the local data sets",
+    "certify": "Certify how close a Mahalanobis metric",
+    "verify": "Re-derive a saved certificate",
+}
 
+
+def _row(out: str, instance: str) -> list[str]:
+    """The cells of the printed table row of ``instance``."""
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] == [instance]]
+    assert len(rows) == 1, out
+    return rows[0]
+
+
+# -- discoverability ------------------------------------------------------------
+def test_top_level_help_lists_every_command_with_a_one_line_summary(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: lmnn-sdp ")
+    for command in COMMANDS:
+        assert re.search(rf"^ {{4}}{command} +\S", out, re.MULTILINE), (command, out)
+    assert "Without a command, runs crosscheck" in out
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "data fetch", "data list"])
+def test_every_command_has_help_with_its_description(command, capsys):
+    assert main([*command.split(), "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: lmnn-sdp {command} ")
+    description = COMMANDS.get(command, {"data fetch": "Download Debian's data packages",
+                                         "data list": "Show each data set"}.get(command))
+    assert description in " ".join(out.split())
+
+
+def test_unknown_command_exits_2_naming_it_and_the_choices(capsys):
+    assert main(["crosschek"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'crosschek'" in err
+    assert all(f"'{command}'" in err for command in COMMANDS)
+
+
+def test_unknown_option_and_missing_action_exit_2(capsys):
+    assert main(["exact", "--no-such-option"]) == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+    assert main(["data"]) == 2
+    assert "required: action" in capsys.readouterr().err
+
+
+def test_console_script_is_validation_cli_main():
+    scripts = entry_points(group="console_scripts").select(name="lmnn-sdp")
+    assert [script.value for script in scripts] == ["validation.cli:main"]
+    assert next(iter(scripts)).load() is main
+
+
+def test_python_m_validation_is_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "validation", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m validation ")
+    assert all(command in done.stdout for command in COMMANDS)
+
+
+# -- crosscheck, the main job ---------------------------------------------------
 def test_main_job_is_the_crosscheck(capsys):
     assert main(["--suite", "builtin", "--instances", "rank-deficient", "class-of-k+1"]) == 0
     out = capsys.readouterr().out
     assert "2 of 2 passed (tolerance 1e-06 relative)" in out
     assert "48.37139799" in out  # the certified optimum of the rank-deficient instance
+
+
+def test_crosscheck_prints_a_passing_row_for_the_named_instance(capsys):
+    assert main(["crosscheck", "--suite", "builtin", "--instances", "iris-n60"]) == 0
+    out = capsys.readouterr().out
+    row = _row(out, "iris-n60-k2-mu0.5")
+    assert row[1] == "lmnn" and row[-1] == "True"  # the passed column
+    assert "1 of 1 passed" in out and "FAILED" not in out
+
+
+def test_crosscheck_exits_1_when_the_fast_solver_stops_early(monkeypatch, capsys):
+    import fast_solver
+    from validation import crosscheck
+
+    monkeypatch.setitem(crosscheck.FAST_SOLVERS, "lmnn",
+                        lambda problem, tol: fast_solver.solve(problem, max_iter=3))
+    assert main(["--suite", "builtin", "--instances", "iris-n60"]) == 1
+    out = capsys.readouterr().out
+    assert _row(out, "iris-n60-k2-mu0.5")[-1] == "False"
+    assert "0 of 1 passed" in out and "FAILED: iris-n60-k2-mu0.5 (lmnn)" in out
+
+
+def test_crosscheck_names_instances_that_match_nothing(capsys):
+    assert main(["--suite", "builtin", "--instances", "no-such-instance"]) == 2
+    assert "no instance name contains any of ['no-such-instance']" in capsys.readouterr().err
 
 
 def test_crosscheck_fails_a_fast_solver_that_does_not_prove_its_gap(monkeypatch):
@@ -35,11 +136,7 @@ def test_medium_instances_are_skipped_with_the_fetch_command_when_data_is_absent
     assert all("python -m validation data fetch" in message for message in skipped)
 
 
-def test_unknown_command_is_named(capsys):
-    assert main(["crosschek"]) == 2
-    assert "unknown command 'crosschek'" in capsys.readouterr().err
-
-
+# -- exact ----------------------------------------------------------------------
 def test_exact_certifies_iris(capsys):
     assert main(["exact", "--data", "iris"]) == 0
     out = capsys.readouterr().out
@@ -48,8 +145,6 @@ def test_exact_certifies_iris(capsys):
 
 
 def test_exact_fails_loudly_when_not_certified(capsys, monkeypatch):
-    import validation.__main__ as cli
-
     rows = certify_bundled(["iris"], ["cutting-plane"])
     rows[0]["certified"] = False
     monkeypatch.setattr(cli, "certify_bundled", lambda *args, **kwargs: rows)
@@ -64,7 +159,96 @@ def test_rows_carry_bounds_that_bracket():
     assert "226.7394142" in format_table(rows)
 
 
-def test_data_subcommand_is_forwarded(capsys, tmp_path, monkeypatch):
+# -- corpus ---------------------------------------------------------------------
+def test_corpus_check_without_a_corpus_exits_1_naming_the_build_command(capsys, tmp_path):
+    assert main(["corpus", "check", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"no corpus at {tmp_path}" in err and "python -m validation corpus build" in err
+
+
+# -- data -----------------------------------------------------------------------
+def test_data_list_names_the_fetch_command_for_missing_data(capsys, tmp_path, monkeypatch):
+    from validation import datasets
+
     monkeypatch.setenv("LMNN_SDP_DATA", str(tmp_path))
-    assert main(["data", "list"]) in (0, 1)
-    assert "mlbench" in capsys.readouterr().out
+    monkeypatch.setattr(datasets, "SYSTEM_ROOT", tmp_path)
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "missing; run `python -m validation data fetch --only mlbench`" in out
+    assert "missing; run `python -m validation data fetch --only fashion-mnist`" in out
+
+
+def test_data_list_shows_where_fetched_data_is(capsys, tmp_path, monkeypatch):
+    from validation import datasets
+
+    source = datasets.SOURCES["mlbench"]
+    folder = tmp_path / source.data_subdir
+    folder.mkdir(parents=True)
+    (folder / source.marker).touch()
+    monkeypatch.setattr(datasets, "SYSTEM_ROOT", tmp_path / "elsewhere")
+    assert main(["data", "list", "--cache", str(tmp_path)]) == 0
+    assert _row(capsys.readouterr().out, "mlbench") == ["mlbench", source.package, str(folder)]
+
+
+def test_data_fetch_failure_exits_1_with_the_reason(capsys, tmp_path, monkeypatch):
+    from validation import datasets
+
+    def refuse(cache_dir, names):
+        raise RuntimeError(f"apt-get not found (asked for {list(names)} into {cache_dir})")
+
+    monkeypatch.setattr(datasets, "fetch_data", refuse)
+    assert main(["data", "fetch", "--only", "mlbench", "--cache", str(tmp_path)]) == 1
+    assert f"error: apt-get not found (asked for ['mlbench'] into {tmp_path})" in capsys.readouterr().err
+
+
+# -- certify and verify ------------------------------------------------------------
+@pytest.fixture()
+def iris_files(tmp_path):
+    """X, y and the certified optimal metric of iris (k=3, mu=0.5) as .npy files."""
+    stored = certified_corpus.load_certificate("iris-n150-k3-mu0.5")
+    paths = {}
+    for name, value in (("X", stored.problem.X), ("y", stored.problem.y), ("M", stored.metric)):
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], value)
+    return paths, stored
+
+
+def test_certify_proves_an_optimal_metric_and_writes_a_verifiable_certificate(iris_files, capsys):
+    paths, stored = iris_files
+    argv = ["certify", "--X", str(paths["X"]), "--y", str(paths["y"]), "--metric", str(paths["M"])]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "certified" in out and "226.7394142" in out
+    written = paths["M"].with_name("M-certificate.json")
+    assert written.exists() and written.with_suffix(".npz").exists()
+    assert main(["verify", str(written)]) == 0
+    assert "verified" in capsys.readouterr().out
+    fields = json.loads(written.read_text())
+    fields["lower"] *= 1.0001  # claims more than the evidence proves
+    written.write_text(json.dumps(fields))
+    assert main(["verify", str(written)]) == 1
+    assert "refused" in capsys.readouterr().err
+
+
+def test_certify_a_poor_metric_from_csv_files_exits_1_with_its_gap(iris_files, tmp_path, capsys):
+    paths, stored = iris_files
+    np.savetxt(tmp_path / "X.csv", stored.problem.X, delimiter=",")
+    np.savetxt(tmp_path / "y.csv", stored.problem.y, delimiter=",", fmt="%d")
+    np.savetxt(tmp_path / "identity.csv", np.eye(4), delimiter=",")
+    argv = ["certify", "--X", str(tmp_path / "X.csv"), "--y", str(tmp_path / "y.csv"),
+            "--metric", str(tmp_path / "identity.csv"), "--out", str(tmp_path / "euclidean")]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "NOT certified" in out
+    gap = json.loads((tmp_path / "euclidean.json").read_text())["relative_gap"]
+    assert gap > 0.01
+
+
+def test_certify_names_a_bad_file_and_exits_2(iris_files, tmp_path, capsys):
+    paths, _ = iris_files
+    (tmp_path / "M.mat").write_text("")
+    argv = ["certify", "--X", str(paths["X"]), "--y", str(paths["y"]), "--metric",
+            str(tmp_path / "M.mat")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--metric" in err and ".npy or .csv" in err

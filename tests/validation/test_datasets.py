@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from validation import datasets
+from validation import cli, datasets
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ def test_list_command_shows_missing_and_found_data(tmp_path, no_system_data, cap
     source = datasets.SOURCES["fashion-mnist"]
     (tmp_path / source.data_subdir).mkdir(parents=True)
     (tmp_path / source.data_subdir / source.marker).write_bytes(b"")
-    assert datasets.main(["list", "--cache", str(tmp_path)]) == 0
+    assert cli.main(["data", "list", "--cache", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("mlbench") and "data fetch --only mlbench" in lines[0]

@@ -1,4 +1,4 @@
-"""scikit-learn transformer for MMC (Xing et al. 2002), a thin shell over ``lmnn_sdp.mmc.solve_mmc``."""
+"""scikit-learn transformer for MMC (Xing et al. 2002), a thin shell over ``solve_mmc``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from lmnn_sdp.lmnn import SOLVERS
-from lmnn_sdp.mmc import solve_mmc
+from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
 from lmnn_sdp.problem import metric_components
 
 
@@ -19,8 +18,8 @@ class MMC(TransformerMixin, BaseEstimator):
     pair dissimilar. The full problem maximises ``sum_D sqrt(D_A)`` subject to
     ``sum_S D_A <= 1``, ``A`` PSD; the diagonal one is Xing et al.'s
     ``min sum_S D_A - log(sum_D sqrt(D_A))`` over ``A = diag(a) >= 0``. Both are
-    solved in cvxpy and certified (``lmnn_sdp.mmc``). ``transform`` maps ``x``
-    to ``L x`` with ``L^T L = A``.
+    solved in cvxpy, refined and certified (``lmnn_sdp.mmc``). ``transform`` maps
+    ``x`` to ``L x`` with ``L^T L = A``.
 
     Parameters
     ----------
@@ -36,8 +35,12 @@ class MMC(TransformerMixin, BaseEstimator):
         The learned PSD matrix ``A``.
     components_ : ndarray of shape (n_features, n_features)
         ``L`` with ``L^T L = metric_``, rows ordered by decreasing eigenvalue.
-    certificate_ : lmnn_sdp.mmc.MMCResult
-        The solve's bounds, gap, solver status and timings.
+    objective_ : float
+        ``f(metric_)`` (full) or ``g(metric_)`` (diagonal).
+    certificate_ : lmnn_sdp.mmc.certificate.MMCCertificate
+        The bounds, gap and evidence; ``certificate_.verify()`` re-derives them.
+    result_ : lmnn_sdp.mmc.solve.MMCResult
+        The solve: certificate, solver status, attempts and timings.
     n_features_in_ : int
     """
 
@@ -57,10 +60,11 @@ class MMC(TransformerMixin, BaseEstimator):
         """Learn ``A`` from ``X`` (n, d) and labels ``y`` (n,) with at least two classes."""
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
-        result = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
-        self.metric_ = result.metric
-        self.components_ = metric_components(result.metric)
-        self.certificate_ = result
+        self.result_ = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
+        self.certificate_ = self.result_.certificate
+        self.metric_ = self.certificate_.metric
+        self.components_ = metric_components(self.metric_)
+        self.objective_ = self.certificate_.objective
         return self
 
     def transform(self, X):

@@ -1,0 +1,98 @@
+"""What an exact solve returns: the metric(s), the certificate and how they were found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lmnn_sdp.certificate import certify
+from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.formulation import ReducedSpace
+from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.sdp import SDPSolution, lift_psd, push_out_of_null_spaces
+
+
+@dataclass
+class SDPResult:
+    """An exact solve of LMNN (``clusters`` None) or multi-metric LMNN (sec. 5.2).
+
+    ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,). ``upper`` is the
+    objective at ``metric``, never the solver's value; ``lower``, ``relative_gap``
+    and ``certified`` come from ``certificate`` (the best of ``certificates``);
+    ``status`` is the solver's word, reported, not trusted. ``rounds`` lists the
+    constraint-generation rounds; ``timings`` the seconds spent building models
+    (``build``) and inside the solver (``solve``)."""
+
+    metric: np.ndarray
+    upper: float
+    certificate: Certificate
+    certificates: dict  # name -> Certificate, one per way of finding multipliers
+    status: str
+    solver: str
+    method: str
+    n_triplets: int  # triplets in the (final) SDP
+    triplets: np.ndarray  # (T, 3) those triplets
+    multipliers: np.ndarray  # (T,) their dual multipliers as the solver returned them
+    timings: dict
+    rounds: list = field(default_factory=list)
+    clusters: np.ndarray | None = None
+
+    @property
+    def metrics(self) -> np.ndarray:
+        """The metrics (C, d, d); ``metrics[c]`` measures distances to points of cluster c."""
+        return self.metric if self.clusters is not None else self.metric[None]
+
+    @property
+    def lower(self) -> float:
+        return self.certificate.lower
+
+    @property
+    def relative_gap(self) -> float:
+        return self.certificate.relative_gap
+
+    @property
+    def certified(self) -> bool:
+        return self.certificate.certified
+
+    def __repr__(self) -> str:
+        clusters = "" if self.clusters is None else f", clusters={len(self.metric)}"
+        return (f"SDPResult(method={self.method!r}, solver={self.solver!r}, status={self.status!r}, "
+                f"upper={self.upper:.10g}, lower={self.lower:.10g}, "
+                f"relative_gap={self.relative_gap:.3g}, triplets={self.n_triplets}, "
+                f"build={self.timings['build']:.2f}s, solve={self.timings['solve']:.2f}s{clusters})")
+
+
+def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray | None,
+                     solution: SDPSolution, triplets: np.ndarray, solver: str, method: str,
+                     tol: float, rounds: list | None = None) -> SDPResult:
+    """Project the solver's metrics onto the PSD cone, lift them, push killable impostors out
+    (``sdp.push_out_of_null_spaces``) and certify them.
+
+    Two lower bounds: from the solver's multipliers and from complementary
+    slackness at the metrics; ``certificate`` is the better one."""
+    if not np.all(np.isfinite(solution.metrics_reduced)) or not np.all(np.isfinite(solution.multipliers)):
+        raise RuntimeError(f"{solver} returned no usable solution (status "
+                           f"{solution.status!r}); try the other solver or solver_options.")
+    owner = cluster_owner(problem, clusters)
+    metrics = push_out_of_null_spaces(problem, space, owner,
+                                      lift_psd(space, solution.metrics_reduced))
+    metric = metrics if clusters is not None else metrics[0]
+    certificates = {
+        "solver multipliers": certify(problem, metric, clusters=clusters, triplets=triplets,
+                                      multipliers=solution.multipliers, tol=tol, space=space),
+        "complementary slackness": certify(problem, metric, clusters=clusters, tol=tol,
+                                           space=space, solver=solver),
+    }
+    certificate = max(certificates.values(), key=lambda c: c.lower)
+    return SDPResult(metric=certificate.metric, upper=certificate.upper, certificate=certificate,
+                     certificates=certificates, status=solution.status, solver=solver,
+                     method=method, n_triplets=len(triplets), triplets=triplets,
+                     multipliers=solution.multipliers,
+                     timings={"build": solution.build_time, "solve": solution.solve_time},
+                     rounds=rounds or [], clusters=clusters)
+
+
+def cluster_owner(problem: LMNNProblem, clusters: np.ndarray | None) -> np.ndarray:
+    """The cluster of each point (n,): all 0 for single-metric LMNN (``clusters`` None)."""
+    return np.zeros(problem.n_samples, np.intp) if clusters is None else clusters

@@ -1,0 +1,34 @@
+"""Starting metrics of the exact solvers: the best multiple of the identity (reduced space)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lmnn_sdp.bounds import check_candidate_metric
+from lmnn_sdp.formulation import ReducedSpace
+from lmnn_sdp.line_search import golden_section
+from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.result import cluster_owner
+from lmnn_sdp.sdp import push_out_of_null_spaces
+
+
+def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
+    """The metric ``s * I`` (reduced space, ``2^-6 <= s <= 2^10``) of least ``eps``, (d, d).
+
+    ``eps(s I)`` is convex in ``s``, so unimodal in ``log s``: golden section, 20 steps."""
+    metric = lambda e: space.lift(2.0**e * np.eye(space.rank))  # noqa: E731
+    exponent, _ = golden_section(lambda e: problem.objective(metric(e)), -6.0, 10.0, 20)
+    return metric(exponent)
+
+
+def starting_metrics(problem: LMNNProblem, space: ReducedSpace, clusters, start=None) -> np.ndarray:
+    """``start`` validated (a metric (d, d), or (C, d, d) with ``clusters``), or the best
+    scaled identity for every cluster; then killable impostors are pushed out
+    (``sdp.push_out_of_null_spaces``). Shape (C, d, d), C = 1 without clusters."""
+    owner = cluster_owner(problem, clusters)
+    if start is not None:
+        metrics = check_candidate_metric(problem, start, clusters)[0]
+        metrics = metrics if clusters is not None else metrics[None]
+    else:
+        metrics = np.repeat(best_scaled_identity(problem, space)[None], int(owner.max()) + 1, axis=0)
+    return push_out_of_null_spaces(problem, space, owner, metrics)

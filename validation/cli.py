@@ -1,0 +1,366 @@
+"""The command line: ``lmnn-sdp COMMAND ...``, the same as ``python -m validation COMMAND ...``.
+
+``crosscheck`` (the main job, and the command run when none is named) checks the
+fast solver against the certified exact optimum; ``exact`` certifies LMNN on
+scikit-learn's bundled data; ``corpus`` builds or re-verifies the certified
+corpus; ``peers`` certifies other libraries' metrics; ``data`` fetches or lists
+the real data sets; ``certify`` certifies any metric on the user's data and
+writes its certificate, which ``verify`` re-checks. Each command is one ``add_*_parser`` function (its options,
+help and description) and one ``run_*`` function (what it does, returning the
+exit status: 0 success, 1 a check that failed, 2 a usage error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from lmnn_sdp import certificates
+from validation import certified_corpus, crosscheck, datasets, peers
+from validation.exact import certify_bundled, format_table
+from validation.instances import builtin_instances, medium_instances
+
+PROG = "lmnn-sdp"  # the console script; ``python -m validation`` is the same command
+DEFAULT_COMMAND = "crosscheck"
+PEER_INSTANCES = ("iris-n150-k3-mu0.5", "wine-n178-k3-mu0.5", "iris-n90-k1-mu0.2",
+                  "wine-n80-k4-mu0.8", "digits-pca10-n120-k3-mu0.5", "blobs-n80-d3-c4-k3-mu0.8",
+                  "zebra-n80-k1-mu0.2")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """Run the command named in ``argv`` (default ``sys.argv[1:]``); return its exit status.
+
+    Without a command (no arguments, or options first) the main job ``crosscheck``
+    runs with those options. ``--help`` returns 0 and a usage error returns 2,
+    after argparse has printed its message. ``prog`` names the program in usage
+    lines (``python -m validation`` passes its own name).
+    """
+    parser = build_parser(prog)
+    try:
+        args = parser.parse_args(_with_default_command(argv))
+        return args.run(args)
+    except SystemExit as stop:  # argparse's --help and usage errors
+        return int(stop.code or 0)
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The argument parser: one subparser per command, each with help and a description."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Certified LMNN metric learning: cross-check the fast solver against the "
+                    "certified exact optimum, certify, keep the certified corpus, compare "
+                    "other libraries, manage the real data sets.",
+        epilog=f"Without a command, runs {DEFAULT_COMMAND} (the main job) with the options "
+               "given. '%(prog)s COMMAND --help' shows a command's options.",
+    )
+    subparsers = parser.add_subparsers(dest="command", title="commands", required=True)
+    for add_parser in (add_crosscheck_parser, add_exact_parser, add_corpus_parser,
+                       add_peers_parser, add_data_parser, add_certify_parser,
+                       add_verify_parser):
+        add_parser(subparsers)
+    return parser
+
+
+def _with_default_command(argv: Sequence[str] | None) -> list[str]:
+    """``argv`` with ``crosscheck`` put first when it names no command and asks no help."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        return [DEFAULT_COMMAND, *argv]
+    return argv
+
+
+def _add_command(subparsers, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    """A subparser with a one-line ``summary`` (top-level listing) and a ``description``."""
+    command = subparsers.add_parser(name, help=summary, description=description)
+    command.set_defaults(error=command.error)
+    return command
+
+
+# -- crosscheck ------------------------------------------------------------------
+def add_crosscheck_parser(subparsers) -> None:
+    """``crosscheck``: the fast solvers against the certified optimum (``validation.crosscheck``)."""
+    command = _add_command(
+        subparsers, "crosscheck",
+        "fast solver vs the certified exact optimum (default)",
+        f"{crosscheck.__doc__.splitlines()[0]} An instance passes when the fast solver proves "
+        "its own gap at most --tol and agrees with the certified optimum to --tol; exits 1 "
+        "naming any that does not. This is the main job, run when no command is named.",
+    )
+    command.add_argument("--instances", nargs="+", metavar="TEXT",
+                         help="only instances whose name contains one of these")
+    command.add_argument("--suite", choices=["all", "builtin", "medium"], default="all",
+                         help="built-in instances, medium real-data ones (fetched data), or both")
+    command.add_argument("--solvers", nargs="+", default=list(crosscheck.FAST_SOLVERS),
+                         choices=sorted(crosscheck.FAST_SOLVERS))
+    command.add_argument("--tol", type=float, default=1e-6,
+                         help="largest relative difference and fast certified gap")
+    command.add_argument("--jobs", type=int, default=1, help="instances run in parallel")
+    command.add_argument("--report", type=Path, metavar="DIR",
+                         help="write JSON and Markdown here")
+    command.set_defaults(run=run_crosscheck)
+
+
+def run_crosscheck(args: argparse.Namespace) -> int:
+    """Print the cross-check table and summary; 0 when every instance passes, else 1."""
+    instances = _crosscheck_instances(args.suite)
+    if args.instances:
+        instances = [i for i in instances if any(text in i.name for text in args.instances)]
+        if not instances:
+            args.error(f"no instance name contains any of {args.instances}")
+    rows = crosscheck.crosscheck(instances, args.solvers, args.tol, args.jobs)
+    print(format_table(rows, crosscheck.COLUMNS))
+    print(crosscheck.summary(rows, args.tol))
+    if args.report:
+        crosscheck.write_report(rows, args.report, args.tol)
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _crosscheck_instances(suite: str) -> list:
+    """The instances of ``suite``; prints why each absent medium instance is skipped."""
+    instances = builtin_instances() if suite != "medium" else []
+    if suite != "builtin":
+        medium, skipped = medium_instances()
+        instances += medium
+        for message in skipped:
+            print(message)
+    return instances
+
+
+# -- exact -----------------------------------------------------------------------
+def add_exact_parser(subparsers) -> None:
+    """``exact``: solve and certify exact LMNN on bundled data (``validation.exact``)."""
+    command = _add_command(
+        subparsers, "exact", "solve and certify exact LMNN on iris and wine",
+        "Solve and certify exact LMNN (k=3, mu=0.5) on scikit-learn's bundled data by "
+        "constraint generation and aggregated active sets (and, with --full, the full SDP "
+        "over every triplet); exits 1 if any solve is not certified to --tol.",
+    )
+    command.add_argument("--data", nargs="+", default=["iris", "wine"],
+                         choices=sorted(datasets.BUNDLED))
+    command.add_argument("--full", action="store_true",
+                         help="also solve the full SDP over every triplet")
+    command.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])
+    command.add_argument("--tol", type=float, default=1e-6, help="certified relative gap to reach")
+    command.set_defaults(run=run_exact)
+
+
+def run_exact(args: argparse.Namespace) -> int:
+    """Print one row per (data set, method); 0 when every solve is certified, else 1."""
+    methods = ("cutting-plane", "aggregated") + (("full",) if args.full else ())
+    rows = certify_bundled(args.data, methods, args.solver, tol=args.tol)
+    print(format_table(rows))
+    failed = [f"{r['data']} ({r['method']})" for r in rows if not r["certified"]]
+    if failed:
+        print(f"not certified to relative gap {args.tol:g}: {', '.join(failed)}")
+        return 1
+    print(f"all {len(rows)} solves certified to relative gap {args.tol:g}")
+    return 0
+
+
+# -- corpus ----------------------------------------------------------------------
+def add_corpus_parser(subparsers) -> None:
+    """``corpus build|check``: the certified corpus (``validation.certified_corpus``)."""
+    command = _add_command(
+        subparsers, "corpus", "build or re-verify the corpus of certified instances",
+        "The corpus of certified instances for solver regression tests. 'build' solves and "
+        "certifies the built-in suite into --dir; 'check' re-verifies every stored certificate "
+        "and exits 1 naming any that fails.",
+    )
+    command.add_argument("action", choices=["build", "check"],
+                         help="build: solve and certify; check: re-verify the stored certificates")
+    command.add_argument("--dir", type=Path, default=certified_corpus.CORPUS_DIR,
+                         help="corpus folder (default: the one shipped in validation/corpus)")
+    command.add_argument("--tol", type=float, default=1e-6,
+                         help="largest relative gap accepted by check")
+    command.set_defaults(run=run_corpus)
+
+
+def run_corpus(args: argparse.Namespace) -> int:
+    """Build the corpus, or check it and print one row per instance (1 if any fails)."""
+    if args.action == "build":
+        manifest = certified_corpus.build(args.dir)
+        print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
+        return 0
+    try:
+        checked = certified_corpus.check(args.dir, tol=args.tol)
+    except FileNotFoundError as error:  # no corpus there; the message names the build command
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    rows = [asdict(c) for c in checked]
+    print(format_table(rows, columns=tuple(rows[0])))
+    failed = [c.name for c in checked if not c.ok]
+    print(f"{len(checked) - len(failed)} of {len(checked)} certificates re-verified"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+# -- peers -----------------------------------------------------------------------
+def add_peers_parser(subparsers) -> None:
+    """``peers``: other libraries' metrics, certified (``validation.peers``)."""
+    command = _add_command(
+        subparsers, "peers",
+        "certify PyLMNN's and metric-learn's metrics",
+        f"{peers.__doc__.splitlines()[0]} Each peer's gap to the certified optimum is "
+        f"measured on our objective; peers not installed are reported ({peers.INSTALL_HINT}).",
+    )
+    command.add_argument("--instances", nargs="+", default=list(PEER_INSTANCES), metavar="NAME",
+                         help="built-in instance names (see validation/corpus/manifest.json)")
+    command.add_argument("--peers", nargs="+", default=list(peers.PEERS), choices=list(peers.PEERS))
+    command.set_defaults(run=run_peers)
+
+
+def run_peers(args: argparse.Namespace) -> int:
+    """Print each peer's certified gap on each instance."""
+    known = {i.name: i for i in builtin_instances()}
+    missing = [name for name in args.instances if name not in known]
+    if missing:
+        args.error(f"unknown instance(s) {missing}; see validation/corpus/manifest.json")
+    rows = peers.peers_table([known[name] for name in args.instances], args.peers)
+    print(format_table(rows, tuple(rows[0])))
+    print("gap_to_optimum = (objective - certified lower bound) / objective, on eq. 14 with our "
+          "targets.\nPyLMNN optimises a squared hinge and metric-learn weighs the terms "
+          "differently, so their gap is measured on our objective, not theirs.")
+    absent = sorted({r["library"] for r in rows if r["shims"] == peers.NOT_INSTALLED})
+    if absent:
+        print(f"not installed: {', '.join(absent)}; {peers.INSTALL_HINT}")
+    return 0
+
+
+# -- data ------------------------------------------------------------------------
+def add_data_parser(subparsers) -> None:
+    """``data fetch|list``: the real data sets (``validation.datasets``)."""
+    command = _add_command(
+        subparsers, "data", "fetch or list the real data sets",
+        "Fetch or list the local data sets: UCI Letter Recognition and others from Debian's "
+        "r-cran-mlbench, Fashion-MNIST from dataset-fashion-mnist, unpacked into a cache "
+        "folder ($LMNN_SDP_DATA, default ~/.cache/lmnn-sdp).",
+    )
+    actions = command.add_subparsers(dest="action", title="actions", required=True)
+    fetch = _add_command(actions, "fetch", "download and unpack Debian's data packages",
+                         "Download Debian's data packages with apt-get and unpack them with "
+                         "dpkg-deb into the cache folder; packages already there are skipped.")
+    fetch.add_argument("--only", choices=sorted(datasets.SOURCES), help="fetch one data set only")
+    fetch.set_defaults(run=run_data_fetch)
+    listing = _add_command(actions, "list", "show which data sets are available and where",
+                           "Show each data set, its Debian package and the folder holding it "
+                           "(cache first, then the system path), or the command that fetches it.")
+    listing.set_defaults(run=run_data_list)
+    for action in (fetch, listing):
+        action.add_argument("--cache", help="cache folder (default: $LMNN_SDP_DATA or "
+                                            "~/.cache/lmnn-sdp)")
+
+
+def run_data_fetch(args: argparse.Namespace) -> int:
+    """Fetch the data sets and print where each is; 1 with the reason if fetching fails."""
+    names = (args.only,) if args.only else tuple(datasets.SOURCES)
+    try:
+        data_dirs = datasets.fetch_data(args.cache, names)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for name, data_dir in data_dirs.items():
+        print(f"{name:14s} {data_dir}")
+    return 0
+
+
+def run_data_list(args: argparse.Namespace) -> int:
+    """Print each data set's package and folder, or the command that fetches it."""
+    for name, source in datasets.SOURCES.items():
+        data_dir = datasets.find_data_dir(name, args.cache)
+        where = data_dir or f"missing; run `{datasets.FETCH_COMMAND} --only {name}`"
+        print(f"{name:14s} {source.package:22s} {where}")
+    return 0
+
+
+# -- certify and verify ---------------------------------------------------------
+def add_certify_parser(subparsers) -> None:
+    command = _add_command(
+        subparsers, "certify", "is this metric optimal for LMNN? bounds, gap and a certificate",
+        "Certify how close a Mahalanobis metric (from any library) is to the optimum of LMNN "
+        "(eq. 14 of Weinberger & Saul, JMLR 2009) on your data: prints the objective at the "
+        "metric, a rigorous lower bound on the optimum and the relative gap, and writes the "
+        "certificate (PATH.json + PATH.npz) that anyone can re-check with 'verify'. Files are "
+        ".npy or .csv (comma-separated). Exit status 0 when the gap is at most --tol, 1 when "
+        "it is not.")
+    command.add_argument("--X", required=True, type=Path, metavar="FILE",
+                         help="inputs, n rows of d features")
+    command.add_argument("--y", required=True, type=Path, metavar="FILE", help="n labels")
+    command.add_argument("--metric", required=True, type=Path, metavar="FILE",
+                         help="the metric M (d x d); with --clusters, C metrics stacked (C x d x d, .npy)")
+    command.add_argument("-k", type=int, default=3, help="target neighbours per point (default 3)")
+    command.add_argument("--mu", type=float, default=0.5, help="weight of the push term (default 0.5)")
+    command.add_argument("--targets", type=Path, metavar="FILE",
+                         help="explicit target neighbours (n x k indices) instead of the k nearest")
+    command.add_argument("--clusters", type=Path, metavar="FILE",
+                         help="cluster of each point, 0..C-1: certify multi-metric LMNN (sec. 5.2)")
+    command.add_argument("--tol", type=float, default=1e-6, help="relative gap to certify (default 1e-6)")
+    command.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"],
+                         help="SDP solver for the multipliers near the margin")
+    command.add_argument("--out", type=Path, metavar="PATH",
+                         help="where to write PATH.json and PATH.npz (default: next to --metric, "
+                              "named METRIC-certificate)")
+    command.set_defaults(run=run_certify)
+
+
+def run_certify(args: argparse.Namespace) -> int:
+    from lmnn_sdp import LMNNProblem, certify
+
+    try:
+        X, y, metric = (read_array(args.X, "X"), read_array(args.y, "y"),
+                        read_array(args.metric, "metric"))
+        targets = read_array(args.targets, "targets") if args.targets else None
+        clusters = read_array(args.clusters, "clusters") if args.clusters else None
+        problem = (LMNNProblem(X, y, mu=args.mu, targets=targets) if targets is not None
+                   else LMNNProblem(X, y, k=args.k, mu=args.mu))
+        certificate = certify(problem, metric, clusters=clusters, tol=args.tol, solver=args.solver)
+    except (OSError, TypeError, ValueError) as err:
+        print(f"{PROG} certify: {err}", file=sys.stderr)
+        return 2
+    out = args.out or args.metric.with_name(f"{args.metric.stem}-certificate")
+    npz, js = certificate.save(out)
+    print(certificate)
+    print(f"{'upper (objective at the metric)':34s} {certificate.upper:.10g}\n"
+          f"{'lower (bound on the optimum)':34s} {certificate.lower:.10g}\n"
+          f"{'relative gap':34s} {certificate.relative_gap:.3g}\n"
+          f"{'certified (gap <= tol)':34s} {certificate.certified} (tol {args.tol:g})\n"
+          f"written: {js} and {npz}")
+    return 0 if certificate.certified else 1
+
+
+def add_verify_parser(subparsers) -> None:
+    command = _add_command(
+        subparsers, "verify", "re-check a saved certificate from its own evidence",
+        "Re-derive a saved certificate (PATH.json + PATH.npz, from 'certify', the corpus or "
+        "a paper) from its evidence alone: the objective of the stored metric and the bound "
+        "proved by the stored multipliers, against the stored numbers. Exit status 0 when "
+        "every number is proved, 1 when the certificate is refused.")
+    command.add_argument("path", type=Path, help="PATH, PATH.json or PATH.npz")
+    command.set_defaults(run=run_verify)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    try:
+        certificate = certificates.load(args.path).verify()
+    except (OSError, ValueError) as err:
+        print(f"{PROG} verify: refused: {err}", file=sys.stderr)
+        return 1
+    print(f"verified: {certificate}")
+    return 0
+
+
+def read_array(path: Path, name: str) -> np.ndarray:
+    """The array ``--name`` from a ``.npy`` or ``.csv`` file: labels may be text, indices
+    (``targets``, ``clusters``) are integers, the rest numbers."""
+    if path.suffix == ".npy":
+        return np.load(path, allow_pickle=False)
+    if path.suffix in (".csv", ".txt"):
+        if name == "y":
+            return np.genfromtxt(path, delimiter=",", dtype=None, encoding="utf-8")
+        dtype, ndmin = (int, 1) if name == "clusters" else (int, 2) if name == "targets" else (float, 2)
+        return np.loadtxt(path, delimiter=",", dtype=dtype, ndmin=ndmin)
+    raise ValueError(f"--{name} {path}: give a .npy or .csv file, not {path.suffix or 'no suffix'!r}.")
