@@ -5,11 +5,9 @@ numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
-from fast_solver.psd import project_psd, transformation_from_metric
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "LMNN", "FastLMNNResult", "Stage", "impostor_pairs", "impostor_radius",
-    "project_psd", "solve", "transformation_from_metric",
+    "LMNN", "FastLMNNResult", "Stage", "impostor_pairs", "impostor_radius", "solve",
 ]

@@ -17,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from fast_solver.impostors import SEARCH_METHODS
 from fast_solver.result import Stage
 from fast_solver.solver import solve
-from lmnn_sdp.problem import LMNNProblem, check_real_dtype, metric_components
+from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
+from lmnn_sdp.core.psd import psd_factor
 
 
 class LMNN(TransformerMixin, BaseEstimator):
@@ -109,7 +110,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,
                        callback=_ProgressTable() if self.verbose else None)
-        self.components_ = metric_components(result.metric)
+        self.components_ = psd_factor(result.metric)
         self.metric_ = result.metric
         self.objective_ = result.upper
         self.lower_bound_ = result.lower

@@ -42,8 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
-from fast_solver.psd import transformation_from_metric
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.psd import check_psd, psd_factor
+from lmnn_sdp.core.problem import LMNNProblem
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
@@ -56,7 +56,7 @@ _POOL = None  # (pid, executor) of _thread_pool
 
 def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:
     """Centred inputs (``problem.X_centered``) mapped by ``L`` with ``L^T L = M`` (eq. 2), shape (n, rank(M))."""
-    return map_rows(problem.X_centered, transformation_from_metric(M))
+    return map_rows(problem.X_centered, psd_factor(M, rtol=1e-12))
 
 
 def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
@@ -252,15 +252,6 @@ def check_band(band) -> float:
 
 
 def check_psd_metric(problem: LMNNProblem, M) -> np.ndarray:
-    """``M`` as a (d, d) float array, or ``ValueError`` unless finite, symmetric and PSD."""
-    M = np.asarray(M, dtype=float)
-    d = problem.n_features
-    if M.shape != (d, d) or not np.all(np.isfinite(M)):
-        raise ValueError(f"M must be a finite array of shape ({d}, {d}), got shape {M.shape}.")
-    if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12 * max(np.abs(M).max(), 1.0)):
-        raise ValueError("M must be symmetric; pass (M + M.T) / 2.")
-    smallest = np.linalg.eigvalsh(M)[0]
-    if smallest < -1e-10 * max(np.abs(M).max(), 1.0):
-        raise ValueError(f"M must be positive semidefinite; its smallest eigenvalue is "
-                         f"{smallest:.3g}. Project it with fast_solver.project_psd.")
-    return M
+    """``M`` as a symmetric (d, d) float array, or a ValueError unless finite and PSD up to
+    rounding (``lmnn_sdp.core.psd.check_psd``)."""
+    return check_psd(problem.check_metric(M))[0]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmnn_sdp.certificates.certificate import Certificate
-from lmnn_sdp.problem import metric_components
+from lmnn_sdp.core.psd import psd_factor
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class FastLMNNResult:
     @property
     def components(self) -> np.ndarray:
         """``L`` (d, d) with ``L^T L = metric``, rows by decreasing eigenvalue (eq. 2)."""
-        return metric_components(self.metric)
+        return psd_factor(self.metric)
 
     def __repr__(self) -> str:
         return (f"FastLMNNResult(upper={self.upper:.10g}, lower={self.lower:.10g}, "

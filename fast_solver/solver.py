@@ -29,7 +29,7 @@ every size"); size only picks block sizes and threads.
    extrapolated line at the next ``gamma``.
 5. **Certified stop.** The smoothing multipliers ``lambda = mu clip(h / gamma, 0, 1)``
    are dual candidates (their dual matrix is the gradient ``G``); scaled into
-   the dual cone by ``lmnn_sdp.bounds.dual_lower_bound`` (numpy and scipy only,
+   the dual cone by ``lmnn_sdp.certificates.bounds.dual_lower_bound`` (numpy and scipy only,
    here in the whitened coordinates) they give a rigorous lower bound, and the
    best metric's eq. 14 right after an exact search the upper bound.
    ``converged`` is True only when these prove ``relative_gap <= tol``.
@@ -84,23 +84,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from fast_solver import trust_region
 from fast_solver.impostors import SEARCH_METHODS, check_band, check_psd_metric
-from fast_solver.psd import project_psd
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.smoothed import Evaluation, SmoothedObjective
 from fast_solver.start import best_scale
 from fast_solver.whitening import Whitening, whiten
 from fast_solver.working_set import ExactSearch
-from lmnn_sdp.bounds import relative_gap
+from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
-from lmnn_sdp.formulation import ReducedSpace
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.psd import project_psd, psd_factor
+from lmnn_sdp.core.space import ReducedSpace
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
@@ -196,7 +195,7 @@ class _Run:
                 extrapolated = previous is not None
                 if extrapolated:
                     M_0 = project_psd(M_g + gamma * (M_g - previous[1]) / (previous[0] - gamma))
-                    at_0, ev_0 = self._exact_value(_factor(M_0), gamma)
+                    at_0, ev_0 = self._exact_value(psd_factor(M_0), gamma)
                     self._offer_upper(at_0, ev_0, M_0)
                     extrapolated = ev_0.objective < ev_g.objective
                     if extrapolated:
@@ -209,7 +208,7 @@ class _Run:
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
                     new_gamma = gamma * SHRINK
                     if extrapolated:  # start on the extrapolated line, at the next gamma
-                        L = _factor(M_0 + new_gamma * (M_g - M_0) / gamma)
+                        L = psd_factor(M_0 + new_gamma * (M_g - M_0) / gamma)
                     previous, gamma = (gamma, M_g), new_gamma
         finally:
             bar.close()
@@ -312,7 +311,7 @@ class _Run:
         return relative_gap(self.upper.value, self.lower.value)
 
     def _certificate(self) -> Certificate:
-        """The rigorous certificate of the best metric and the best multipliers (``lmnn_sdp.bounds``).
+        """The rigorous certificate of the best metric and the best multipliers (``lmnn_sdp.certificates.bounds``).
 
         The upper bound is eq. 14 at the best metric as evaluated right after an
         exact search (every active triplet in the set, distances in the whitened
@@ -364,16 +363,13 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
     gradient ``2 L G`` vanishes along them and Newton's method on ``L`` can stop
     (the trust region sees no decrease). ``F_gamma`` is convex in ``M``, so the
     best ``t >= 0`` on the ray is found by doubling, then a bounded Brent search."""
-    G = objective.evaluate(L, gamma).dual_matrix
-    eigenvalues, V = np.linalg.eigh(G)
-    negative = eigenvalues < 0
-    if not negative.any():
+    D = project_psd(-objective.evaluate(L, gamma).dual_matrix)
+    if not D.any():
         return L
-    D = (V[:, negative] * -eigenvalues[negative]) @ V[:, negative].T
     M = L.T @ L
 
     def along(t: float) -> float:
-        return objective.evaluate(_factor(M + t * D), gamma).value
+        return objective.evaluate(psd_factor(M + t * D), gamma).value
 
     t = max(np.linalg.norm(M), 1.0) / np.linalg.norm(D) * 1e-3
     base, value = along(0.0), along(t)
@@ -383,25 +379,17 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
         t, value = 2 * t, along(2 * t)
     best = scipy.optimize.minimize_scalar(along, bounds=(0.0, 2 * t), method="bounded",
                                           options={"xatol": 1e-6 * t})
-    return _factor(M + best.x * D) if best.fun < base else L
+    return psd_factor(M + best.x * D) if best.fun < base else L
 
 
 def _feasible_scale(mu: float, pull: np.ndarray, G: np.ndarray) -> float:
-    """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD (whitened)."""
-    smallest = np.linalg.eigvalsh(G)[0]
-    if smallest >= 0:
+    """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD (whitened);
+    ``bounds.largest_feasible_scale`` with ``A = (1 - mu) P`` and ``Q = A - G``, which
+    also copes with a singular ``P`` (pull directions of no length)."""
+    if np.linalg.eigvalsh(G)[0] >= 0:
         return 1.0
-    if mu >= 1.0:
-        return 0.0
     A = (1.0 - mu) * pull
-    theta = scipy.linalg.eigh(A - G, A, eigvals_only=True, subset_by_index=[len(A) - 1] * 2)[0]
-    return 1.0 if theta <= 1.0 else 1.0 / theta
-
-
-def _factor(M: np.ndarray) -> np.ndarray:
-    """Square ``L`` with ``L^T L = P_S(M)`` (eigenvalues clipped at 0)."""
-    eigenvalues, V = np.linalg.eigh((M + M.T) / 2)
-    return (V * np.sqrt(np.maximum(eigenvalues, 0.0))).T
+    return largest_feasible_scale(A, A - G)
 
 
 def _start(problem: LMNNProblem, whitening: Whitening, M0) -> np.ndarray:
@@ -409,7 +397,7 @@ def _start(problem: LMNNProblem, whitening: Whitening, M0) -> np.ndarray:
     M0 = np.eye(problem.n_features) if M0 is None else check_psd_metric(problem, M0)
     if not M0.any():
         raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
-    return _factor(whitening.whitened(best_scale(problem, M0) * M0))
+    return psd_factor(whitening.whitened(best_scale(problem, M0) * M0))
 
 
 def _check_options(tol, max_iter, search) -> None:

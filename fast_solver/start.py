@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lmnn_sdp.line_search import golden_section
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.line_search import golden_section
+from lmnn_sdp.core.problem import LMNNProblem
 
 ANCHORS = 128
 SCALE_RANGE = 1e3

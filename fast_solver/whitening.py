@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
 
 PULL_FLOOR = 1e-12
 

@@ -25,7 +25,6 @@ import numpy as np
 
 from fast_solver import kernels
 from fast_solver.impostors import impostor_pairs, impostor_radius, map_rows, pair_distances
-from fast_solver.psd import contraction_factor
 from fast_solver.smoothed import WorkingSet
 
 
@@ -86,3 +85,38 @@ class ExactSearch:
         if self.metric is None:
             return np.inf
         return float(np.linalg.norm(M - self.metric, 2) / max(np.linalg.norm(self.metric, 2), 1e-300))
+
+
+def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12) -> float:
+    """The largest ``c >= 0`` with ``M_new - c M_old`` PSD, so ``D_new(x, z) >= c D_old(x, z)``.
+
+    This bound on how much any distance can shrink lets a re-check skip the
+    points whose impostor radius is still covered (``fast_solver.working_set``).
+    With ``M_old = U Lambda U^T`` (``U`` of shape (d, r), its range) and ``N``
+    its null space, ``c`` is the smallest eigenvalue of
+    ``Lambda^{-1/2} S Lambda^{-1/2}`` where ``S`` is the Schur complement of
+    ``N^T M_new N`` in ``M_new`` written in the basis ``[U, N]``; a factor
+    ``1 - 1e-9`` absorbs round-off.
+
+    Parameters
+    ----------
+    M_old, M_new : ndarray of shape (d, d), PSD
+
+    Returns
+    -------
+    float
+        ``c``; 0 when ``M_old`` is zero.
+    """
+    eigenvalues, V = np.linalg.eigh((M_old + M_old.T) / 2)
+    top = float(eigenvalues[-1])
+    if top <= 0:
+        return 0.0
+    positive = eigenvalues > rtol * top
+    U, N = V[:, positive], V[:, ~positive]
+    S = U.T @ M_new @ U
+    if N.shape[1]:
+        cross = U.T @ M_new @ N
+        S = S - cross @ np.linalg.pinv(N.T @ M_new @ N, rcond=1e-12, hermitian=True) @ cross.T
+    scale = 1.0 / np.sqrt(eigenvalues[positive])
+    smallest = float(np.linalg.eigvalsh((S * scale[:, None]) * scale[None, :])[0])
+    return max(smallest, 0.0) * (1.0 - 1e-9)

@@ -1,7 +1,7 @@
 """Exact LMNN: the SDP of Weinberger & Saul (JMLR 2009), its dual and certificates;
 exact multi-metric LMNN (sec. 5.2) and MMC (Xing et al. 2002), each certified.
 
-Names are imported on first use, so ``import lmnn_sdp.problem`` (the numpy core
+Names are imported on first use, so ``import lmnn_sdp.core.problem`` (the numpy core
 that ``fast_solver`` builds on) never loads cvxpy.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ import importlib
 
 _EXPORTS = {
     "Certificate": "lmnn_sdp.certificates.certificate",
-    "certify": "lmnn_sdp.certificate",
-    "LMNNProblem": "lmnn_sdp.problem",
+    "certify": "lmnn_sdp.candidate",
+    "LMNNProblem": "lmnn_sdp.core.problem",
     "SDPResult": "lmnn_sdp.result",
     "solve_lmnn": "lmnn_sdp.lmnn",
     "solve_lmnn_dual": "lmnn_sdp.lmnn",

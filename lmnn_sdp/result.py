@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmnn_sdp.certificate import certify
+from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import Certificate
-from lmnn_sdp.formulation import ReducedSpace
-from lmnn_sdp.problem import LMNNProblem
-from lmnn_sdp.sdp import SDPSolution, lift_psd, push_out_of_null_spaces
+from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.formulations.clusters import lift_psd, push_out_of_null_spaces
+from lmnn_sdp.formulations.sdp import SDPSolution
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from lmnn_sdp import certificates
-from validation import certified_corpus, crosscheck, datasets, peers
+from validation import corpus, crosscheck, datasets, peers
 from validation.exact import certify_bundled, format_table
 from validation.instances import builtin_instances, medium_instances
 
@@ -164,7 +164,7 @@ def run_exact(args: argparse.Namespace) -> int:
 
 # -- corpus ----------------------------------------------------------------------
 def add_corpus_parser(subparsers) -> None:
-    """``corpus build|check``: the certified corpus (``validation.certified_corpus``)."""
+    """``corpus build|check``: the certified corpus (``validation.corpus``)."""
     command = _add_command(
         subparsers, "corpus", "build or re-verify the corpus of certified instances",
         "The corpus of certified instances for solver regression tests. 'build' solves and "
@@ -173,7 +173,7 @@ def add_corpus_parser(subparsers) -> None:
     )
     command.add_argument("action", choices=["build", "check"],
                          help="build: solve and certify; check: re-verify the stored certificates")
-    command.add_argument("--dir", type=Path, default=certified_corpus.CORPUS_DIR,
+    command.add_argument("--dir", type=Path, default=corpus.CORPUS_DIR,
                          help="corpus folder (default: the one shipped in validation/corpus)")
     command.add_argument("--tol", type=float, default=1e-6,
                          help="largest relative gap accepted by check")
@@ -183,11 +183,11 @@ def add_corpus_parser(subparsers) -> None:
 def run_corpus(args: argparse.Namespace) -> int:
     """Build the corpus, or check it and print one row per instance (1 if any fails)."""
     if args.action == "build":
-        manifest = certified_corpus.build(args.dir)
+        manifest = corpus.build(args.dir)
         print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
         return 0
     try:
-        checked = certified_corpus.check(args.dir, tol=args.tol)
+        checked = corpus.check(args.dir, tol=args.tol)
     except FileNotFoundError as error:  # no corpus there; the message names the build command
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.bounds import check_candidate_metric, dual_lower_bound, relative_gap
+from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.formulation import ReducedSpace
-from lmnn_sdp.problem import LMNNProblem, check_clusters, check_triplets
+from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
 
 KINDS = ("lmnn", "multi-metric-lmnn")
 

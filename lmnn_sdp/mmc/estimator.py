@@ -8,7 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
-from lmnn_sdp.problem import metric_components
+from lmnn_sdp.core.psd import psd_factor
 
 
 class MMC(TransformerMixin, BaseEstimator):
@@ -63,7 +63,7 @@ class MMC(TransformerMixin, BaseEstimator):
         self.result_ = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
         self.certificate_ = self.result_.certificate
         self.metric_ = self.certificate_.metric
-        self.components_ = metric_components(self.metric_)
+        self.components_ = psd_factor(self.metric_)
         self.objective_ = self.certificate_.objective
         return self
 

@@ -30,10 +30,10 @@ from numbers import Real
 
 import numpy as np
 
-from lmnn_sdp.problem import check_inputs, check_labels
+from lmnn_sdp.core.problem import check_inputs, check_labels
+from lmnn_sdp.core.psd import check_psd, project_psd
 
 LOG_HALF = 0.5 + 0.5 * np.log(2.0)  # min over t > 0 of t - log(t) / 2, (XING-MMC)
-PSD_TOL = 1e-8  # relative asymmetry / negative eigenvalue taken as rounding in a metric
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,31 +209,24 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- validation ----------------------------------------------------------------
 def check_metric(metric, d: int, diagonal: bool, name: str = "metric") -> np.ndarray:
-    """A metric (d, d): finite, symmetric and PSD up to ``PSD_TOL`` of its largest entry,
+    """A metric (d, d): finite, symmetric and PSD up to rounding (``core.psd.check_psd``),
     diagonal if asked. Returned as a float array, unchanged."""
     M = np.asarray(metric, dtype=float)
     if M.shape != (d, d):
         raise ValueError(f"{name} must have shape ({d}, {d}), got {M.shape}.")
     if not np.all(np.isfinite(M)):
         raise ValueError(f"{name} contains NaN or infinity.")
-    size = max(np.abs(M).max(), np.finfo(float).tiny)
-    if np.abs(M - M.T).max() > PSD_TOL * size:
-        raise ValueError(f"{name} is not symmetric; pass (M + M.T) / 2 if that is meant.")
     if diagonal and np.any(M[~np.eye(d, dtype=bool)]):
         raise ValueError(f"diagonal=True needs a diagonal {name}; pass np.diag(weights).")
-    smallest = np.linalg.eigvalsh((M + M.T) / 2)[0]
-    if smallest < -PSD_TOL * size:
-        raise ValueError(f"{name} is not positive semidefinite (smallest eigenvalue "
-                         f"{smallest:.3g}); only PSD matrices are Mahalanobis metrics.")
+    check_psd(M, name)
     return M
 
 
 def psd_part(metric: np.ndarray) -> tuple[np.ndarray, float]:
     """Projection of a symmetric (d, d) matrix on the PSD cone, and its smallest eigenvalue."""
-    eigval, eigvec = np.linalg.eigh((metric + metric.T) / 2)
-    if eigval[0] >= 0:
-        return (metric + metric.T) / 2, float(eigval[0])
-    return (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T, float(eigval[0])
+    symmetric = (metric + metric.T) / 2
+    smallest = float(np.linalg.eigvalsh(symmetric)[0])
+    return (symmetric if smallest >= 0 else project_psd(symmetric)), smallest
 
 
 def check_tol(tol) -> float:

@@ -9,7 +9,7 @@ from sklearn.datasets import make_blobs
 
 from fast_solver.smoothed import PairGraph, SmoothedObjective, WorkingSet
 from fast_solver.whitening import whiten
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_wine
 
 from fast_solver.start import best_scale
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 def test_on_all_anchors_the_scale_minimises_eq14_along_the_ray():

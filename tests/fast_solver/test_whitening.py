@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_wine
 
 from fast_solver.whitening import whiten
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.datasets import load_iris
 
-from fast_solver.working_set import ExactSearch
+from fast_solver.working_set import ExactSearch, contraction_factor
 from fast_solver.whitening import whiten
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 def _active_in_set(problem, whitening, ws, L):
@@ -37,3 +37,22 @@ def test_searches_keep_every_active_triplet_and_skip_points_proved_clean():
     assert problem.n_samples < search.points_searched < 2 * problem.n_samples + 1
     assert all(_active_in_set(problem, whitening, ws, L3)[1])
     assert search.drift(L3.T @ L3) == 0.0 and search.drift(2 * L3.T @ L3) > 0.9
+
+
+def test_contraction_factor_is_the_largest_feasible_scale():
+    rng = np.random.default_rng(4)
+    for rank in (6, 3):
+        A = rng.standard_normal((6, rank))
+        M_old = A @ A.T
+        B = rng.standard_normal((6, 6))
+        M_new = 0.8 * M_old + 0.1 * B @ B.T
+        c = contraction_factor(M_old, M_new)
+        assert c > 0.5
+        assert np.linalg.eigvalsh(M_new - c * M_old)[0] >= -1e-9
+        assert np.linalg.eigvalsh(M_new - 1.001 * c * M_old)[0] < 0
+
+
+def test_contraction_factor_is_zero_when_new_metric_loses_a_direction():
+    M_old = np.eye(3)
+    M_new = np.diag([1.0, 1.0, 0.0])
+    assert contraction_factor(M_old, M_new) == 0.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn
-from lmnn_sdp.bounds import dual_lower_bound, largest_feasible_scale, relative_gap
+from lmnn_sdp.certificates.bounds import dual_lower_bound, largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates import storage
 
 

@@ -130,15 +130,15 @@ def test_bad_solver_and_method():
 
 
 def test_golden_section_finds_the_minimum_of_a_convex_kink():
-    from lmnn_sdp.line_search import golden_section
+    from lmnn_sdp.core.line_search import golden_section
 
     x, fx = golden_section(lambda t: abs(t - 0.3) + 0.1 * t, 0.0, 1.0, iterations=40)
     assert x == pytest.approx(0.3, abs=1e-6) and fx == pytest.approx(0.03, abs=1e-6)
 
 
 def test_best_scaled_identity_beats_every_other_scale():
-    from lmnn_sdp.formulation import reduced_space
-    from lmnn_sdp.start import best_scaled_identity
+    from lmnn_sdp.core.space import reduced_space
+    from lmnn_sdp.generation.start import best_scaled_identity
 
     p = tiny(10, 0.5, n=20)
     space = reduced_space(p)

@@ -15,7 +15,7 @@ from sklearn.datasets import load_iris
 from lmnn_sdp import MMCCertificate, certify_mmc, label_pairs, solve_mmc
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.mmc.problem import LOG_HALF
-from validation import certified_corpus
+from validation import corpus
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["full", "diagonal"])
@@ -65,11 +65,11 @@ def test_verify_re_derives_a_solved_certificate(iris_certificate):
 
 def test_verify_re_derives_every_corpus_certificate():
     """The corpus's wine and iris certificates (built by an earlier solver) verify."""
-    entries = [e for e in certified_corpus.load_manifest()["instances"]
+    entries = [e for e in corpus.load_manifest()["instances"]
                if e["problem"].startswith("mmc")]
     assert {e["problem"] for e in entries} == {"mmc", "mmc-diagonal"}
     for entry in entries:
-        cert = certified_corpus.load_certificate(entry["name"])
+        cert = corpus.load_certificate(entry["name"])
         assert cert.status == "loaded" and cert.kind == entry["problem"]
         assert cert.verify().certified and cert.relative_gap <= 1e-8
 
@@ -193,7 +193,7 @@ def test_a_forged_number_without_a_fresh_digest_is_refused_on_loading(tmp_path, 
 
 
 def test_checking_a_certificate_needs_no_cvxpy():
-    path = certified_corpus.CORPUS_DIR / "mmc-iris-n150"
+    path = corpus.CORPUS_DIR / "mmc-iris-n150"
     code = ("import sys; from lmnn_sdp.mmc.certificate import MMCCertificate; "
             f"MMCCertificate.load({str(path)!r}).verify(); "
             "assert 'cvxpy' not in sys.modules, 'cvxpy was imported'")

@@ -8,8 +8,8 @@ import pytest
 from sklearn.cluster import KMeans
 
 from lmnn_sdp import LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
-from lmnn_sdp.bounds import dual_lower_bound
-from lmnn_sdp.problem import distance_matrix, leave_one_out_error
+from lmnn_sdp.certificates.bounds import dual_lower_bound
+from lmnn_sdp.core.problem import distance_matrix, leave_one_out_error
 from validation.datasets import load_bundled
 from validation.instances import concentric_circles
 

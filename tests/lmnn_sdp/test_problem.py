@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
-import lmnn_sdp.problem as problem_module
-from lmnn_sdp.bounds import pair_scatter
-from lmnn_sdp.problem import LMNNProblem
+import lmnn_sdp.core.problem as problem_module
+from lmnn_sdp.certificates.bounds import pair_scatter
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 def random_problem(seed: int, n: int = 14, d: int = 3, classes: int = 3, k: int = 2, mu: float = 0.2):

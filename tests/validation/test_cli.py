@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 import numpy as np
 import pytest
 
-from validation import certified_corpus, cli
+from validation import cli, corpus
 from validation.cli import main
 from validation.exact import certify_bundled, format_table
 
@@ -205,7 +205,7 @@ def test_data_fetch_failure_exits_1_with_the_reason(capsys, tmp_path, monkeypatc
 @pytest.fixture()
 def iris_files(tmp_path):
     """X, y and the certified optimal metric of iris (k=3, mu=0.5) as .npy files."""
-    stored = certified_corpus.load_certificate("iris-n150-k3-mu0.5")
+    stored = corpus.load_certificate("iris-n150-k3-mu0.5")
     paths = {}
     for name, value in (("X", stored.problem.X), ("y", stored.problem.y), ("M", stored.metric)):
         paths[name] = tmp_path / f"{name}.npy"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import fast_solver
-from validation import certified_corpus
+from validation import corpus
 from validation.instances import builtin_instances
 
-ENTRIES = [entry for entry in certified_corpus.load_manifest()["instances"]
+ENTRIES = [entry for entry in corpus.load_manifest()["instances"]
            if entry["problem"] == "lmnn"]
 
 
@@ -18,7 +18,7 @@ def test_the_regression_runs_on_exactly_the_lmnn_entries():
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry["name"] for entry in ENTRIES])
 def test_fast_solver_matches_stored_optimum(entry):
-    stored = certified_corpus.load_certificate(entry["name"]).verify()
+    stored = corpus.load_certificate(entry["name"]).verify()
     problem = stored.problem
     result = fast_solver.solve(problem)
     assert result.converged and result.relative_gap <= 1e-6

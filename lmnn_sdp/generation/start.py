@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from lmnn_sdp.bounds import check_candidate_metric
-from lmnn_sdp.formulation import ReducedSpace
-from lmnn_sdp.line_search import golden_section
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.certificates.bounds import check_candidate_metric
+from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.line_search import golden_section
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.result import cluster_owner
-from lmnn_sdp.sdp import push_out_of_null_spaces
+from lmnn_sdp.formulations.clusters import push_out_of_null_spaces
 
 
 def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Benchmark of the fast solver at scale against PyLMNN: UCI Letter Recognition and Fashion-MNIST.
 
-    python -m validation.bench_letters_fashion [--data letters fashion-10k fashion-60k]
+    python -m validation.benchmarks.letters_fashion [--data letters fashion-10k fashion-60k]
                                                [--skip-pylmnn] [--pylmnn-60k] [--max-iter N]
 
 Data (``python -m validation data fetch`` first):
@@ -100,7 +100,7 @@ def fit_pylmnn(name: str, lower: float) -> dict:
     """PyLMNN 1.6.4 with its defaults (n_neighbors=3) on the same data."""
     from importlib.metadata import version
 
-    from lmnn_sdp.problem import LMNNProblem
+    from lmnn_sdp.core.problem import LMNNProblem
     from validation.peers import import_pylmnn
 
     PyLMNN = import_pylmnn()

@@ -286,14 +286,6 @@ def leave_one_out_error(X, y, metrics, clusters) -> float:
     y = np.asarray(y)
     return float(np.mean(y[np.argmin(D, axis=1)] != y))
 
-def metric_components(M: np.ndarray) -> np.ndarray:
-    """``L`` (d, d) with ``L^T L = M`` for a PSD ``M`` (d, d) (eq. 2), rows ordered by
-    decreasing eigenvalue; the components of a scikit-learn transformer."""
-    eigenvalues, V = np.linalg.eigh(M)
-    order = np.argsort(eigenvalues)[::-1]
-    return (V[:, order] * np.sqrt(np.maximum(eigenvalues[order], 0.0))).T
-
-
 # -- validation ---------------------------------------------------------------
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
@@ -419,6 +411,13 @@ def check_triplets(triplets, n: int) -> np.ndarray:
     if len(t) and (t.min() < 0 or t.max() >= n):
         raise ValueError(f"triplet indices must lie in [0, {n - 1}].")
     return t.astype(np.intp)
+
+
+def triplet_keys(triplets: np.ndarray, n: int) -> np.ndarray:
+    """One int64 per row ``(i, j, l)`` of ``triplets`` (T, 3) over ``n`` points, equal only for
+    equal rows: ``(i n + j) n + l``."""
+    t = triplets.astype(np.int64)
+    return (t[:, 0] * n + t[:, 1]) * n + t[:, 2]
 
 
 def _check_index_dtype(t: np.ndarray, name: str) -> None:

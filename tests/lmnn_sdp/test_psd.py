@@ -1,10 +1,10 @@
-"""PSD projection (eq. 20), the factor L (eq. 2) and the contraction bound."""
+"""PSD projection (eq. 20) and the factor L (eq. 2)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fast_solver.psd import contraction_factor, project_psd, transformation_from_metric
+from lmnn_sdp.core.psd import project_psd, psd_factor
 
 
 def _symmetric(seed, d=6):
@@ -35,26 +35,12 @@ def test_projection_is_nearest_psd_matrix_and_idempotent():
 def test_transformation_reproduces_metric_with_rank_rows():
     A = np.random.default_rng(3).standard_normal((6, 3))
     M = A @ A.T
-    L = transformation_from_metric(M)
+    L = psd_factor(M, rtol=1e-12)
     assert L.shape == (3, 6)
     np.testing.assert_allclose(L.T @ L, M, atol=1e-10)
-    assert transformation_from_metric(np.zeros((4, 4))).shape == (1, 4)
-
-
-def test_contraction_factor_is_the_largest_feasible_scale():
-    rng = np.random.default_rng(4)
-    for rank in (6, 3):
-        A = rng.standard_normal((6, rank))
-        M_old = A @ A.T
-        B = rng.standard_normal((6, 6))
-        M_new = 0.8 * M_old + 0.1 * B @ B.T
-        c = contraction_factor(M_old, M_new)
-        assert c > 0.5
-        assert np.linalg.eigvalsh(M_new - c * M_old)[0] >= -1e-9
-        assert np.linalg.eigvalsh(M_new - 1.001 * c * M_old)[0] < 0
-
-
-def test_contraction_factor_is_zero_when_new_metric_loses_a_direction():
-    M_old = np.eye(3)
-    M_new = np.diag([1.0, 1.0, 0.0])
-    assert contraction_factor(M_old, M_new) == 0.0
+    assert psd_factor(np.zeros((4, 4)), rtol=1e-12).shape == (1, 4)
+    square = psd_factor(M)
+    assert square.shape == (6, 6)
+    np.testing.assert_allclose(square.T @ square, M, atol=1e-10)
+    norms = np.linalg.norm(square, axis=1)
+    assert np.all(np.diff(norms) <= 1e-12)  # rows by decreasing eigenvalue

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.formulation import reduced_space
-from lmnn_sdp.problem import LMNNProblem, check_triplets
+from lmnn_sdp.core.space import reduced_space
+from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.result import SDPResult, certified_result, cluster_owner
-from lmnn_sdp.sdp import FORMULATIONS
-from lmnn_sdp.start import starting_metrics
+from lmnn_sdp.formulations.sdp import FORMULATIONS
+from lmnn_sdp.generation.start import starting_metrics
 
 
 @dataclass(frozen=True)
@@ -129,5 +129,4 @@ def new_rows(candidates: np.ndarray, known: np.ndarray) -> np.ndarray:
     if not len(known):
         return unique_rows(candidates)
     n = int(max(candidates.max(), known.max())) + 1
-    key = lambda t: (t[:, 0].astype(np.int64) * n + t[:, 1]) * n + t[:, 2]  # noqa: E731
-    return candidates[~np.isin(key(candidates), key(known))]
+    return candidates[~np.isin(triplet_keys(candidates, n), triplet_keys(known, n))]

@@ -6,7 +6,7 @@ rounds, triplets in the final SDP, active triplets at the
 optimum and the certified gap. Stops at the first n whose solve exceeds the
 time budget.
 
-    python -m validation.bench_letters_certify [--method aggregated|cutting-plane]
+    python -m validation.benchmarks.letters_certify [--method aggregated|cutting-plane]
         [--warm-start] [--sizes 500 1000 2000 ...] [--budget 600]
 """
 

@@ -29,7 +29,7 @@ into a rigorous one. The metric is the PSD constraint's dual in the dual program
 and the margin constraints' multipliers are ``lambda`` in the primal.
 
 Reduced space and pair distances. Both programs run in the data range with
-target distances near 1 (``formulation.reduced_space``). A margin is a difference
+target distances near 1 (``core.space.reduced_space``). A margin is a difference
 of two distances of distinct (pair, metric) combinations (``cluster_pairs``):
 three nonzeros per triplet and one sparse operator for all metrics
 (``pair_operator``), so no Python loop over triplets builds the model. On wine,
@@ -38,24 +38,11 @@ one dense ``d x d`` row per triplet instead took an SCS solve from 40 s to 170 s
 Tied multipliers. The dual may tie the multipliers of clearly violated triplets
 (``FixedGroups``): ``lambda_t = beta_g mu`` for every ``t`` in group ``g``, which is
 what complementary slackness predicts for them; only the triplets near the
-margin then keep their own multiplier (aggregated active sets, ``aggregated``).
+margin then keep their own multiplier (aggregated active sets,
+``generation.aggregated``).
 
-Singular clusters. When the target differences of cluster ``c`` do not span the
-data range, ``P_c`` has a null space ``N_c`` there. ``M_c`` can then grow on
-``N_c`` at no cost: target distances into ``c`` do not change, and every impostor
-``l`` of ``c`` with a component on ``N_c`` is pushed out of the margin. So the
-optimum is ``M_c = B_c M'_c B_c^T + t_c N_c N_c^T`` with ``B_c`` an orthonormal
-basis of the range ``R_c`` of ``P_c``, ``M'_c`` from the SDP restricted to ``R_c``
-without those impostor triplets ("killable"), and ``t_c`` large enough to put each
-of them at margin -1 or below (``push_out_of_null_spaces``). Restricted this way
-both SDPs stay strictly feasible, which an interior point method needs; left in,
-``M_c`` runs off to infinity along ``N_c`` (Clarabel failed on Letter Recognition,
-n=300, where 24 of 26 classes are singular). "Killable" means a component
-``|N_c^T v|^2 > 1e-12 |v|^2``: however small, it lets the optimum push the
-impostor out, and treating it as part of ``R_c`` left a gap that never closed
-(letters, n=500: with a threshold of 1e-6, eight triplets with components of
-3e-10..9e-9 held the certified gap at 0.87%). The price is large metrics: ``t_c``
-reached 5e6 there. A regular cluster keeps the reduced coordinates (``B_c = I``).
+Singular clusters are taken out exactly (``clusters``): each metric lives on the
+range of its pull matrix and killable impostors are left out of the SDP.
 
 Every answer is judged only by the objective and a certificate
 (``lmnn_sdp.certificates``), never by a solver status.
@@ -71,19 +58,23 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from lmnn_sdp.bounds import cluster_scatter
-from lmnn_sdp.formulation import (
-    ReducedSpace,
+from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.formulations.clusters import (
+    ClusterSpaces,
+    cluster_spaces,
+    killable,
+    reduced_pulls,
+)
+from lmnn_sdp.formulations.svec import (
     pair_outer_svec,
     svec,
     svec_rows,
     svec_to_matrix,
     svec_weights,
 )
-from lmnn_sdp.problem import BLOCK_BYTES, LMNNProblem
 
 SOLVERS = ("CLARABEL", "SCS")
-_KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
 
 
 @dataclass
@@ -103,59 +94,6 @@ def check_solver(solver: str) -> str:
     if not isinstance(solver, str) or solver.upper() not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}.")
     return solver.upper()
-
-
-# -- the clusters' spaces ------------------------------------------------------------
-@dataclass(frozen=True)
-class ClusterSpaces:
-    """Per cluster, an orthonormal basis (r, r_c) of the range of ``P_c`` and (r, r - r_c) of
-    its null space, both in reduced coordinates; ``B_c = I`` for a regular cluster."""
-
-    bases: tuple
-    nulls: tuple
-
-    @property
-    def singular(self) -> tuple:
-        return tuple(c for c, N in enumerate(self.nulls) if N.shape[1])
-
-    def restrict(self, matrices: np.ndarray) -> list[np.ndarray]:
-        """``B_c^T S_c B_c`` for matrices (C, r, r); a list of (r_c, r_c)."""
-        return [B.T @ S @ B for B, S in zip(self.bases, matrices)]
-
-    def expand(self, restricted: list[np.ndarray]) -> np.ndarray:
-        """``B_c M'_c B_c^T`` for a list of (r_c, r_c); shape (C, r, r)."""
-        return np.stack([B @ M @ B.T for B, M in zip(self.bases, restricted)])
-
-
-def reduced_pulls(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray) -> np.ndarray:
-    """The pull matrices ``P_c`` in reduced coordinates, shape (C, r, r)."""
-    n, k = problem.targets.shape
-    return cluster_scatter(space.inputs, clusters, np.repeat(np.arange(n), k),
-                           problem.targets.ravel(), np.ones(n * k), int(clusters.max()) + 1)
-
-
-def cluster_spaces(pulls: np.ndarray, rtol: float = 1e-9) -> ClusterSpaces:
-    """Range and null space of each ``P_c`` (C, r, r); eigenvalues below ``rtol * max`` are 0."""
-    w, U = np.linalg.eigh(pulls)
-    top = max(float(w.max()), np.finfo(float).tiny)
-    keep = w > rtol * top
-    r = pulls.shape[1]
-    bases = tuple(np.eye(r) if keep[c].all() else U[c][:, keep[c]] for c in range(len(w)))
-    return ClusterSpaces(bases=bases, nulls=tuple(U[c][:, ~keep[c]] for c in range(len(w))))
-
-
-def killable(space: ReducedSpace, cspaces: ClusterSpaces, clusters: np.ndarray,
-             triplets: np.ndarray) -> np.ndarray:
-    """Triplets (T, 3) whose impostor ``l`` lies in a singular cluster and has a
-    component on its null space (module docstring); bool (T,)."""
-    out = np.zeros(len(triplets), dtype=bool)
-    Xr = space.inputs
-    for c in cspaces.singular:
-        rows = np.flatnonzero(clusters[triplets[:, 2]] == c)
-        V = Xr[triplets[rows, 0]] - Xr[triplets[rows, 2]]
-        null = np.sum((V @ cspaces.nulls[c]) ** 2, axis=1)
-        out[rows] = null > _KILLABLE * np.sum(V**2, axis=1)
-    return out
 
 
 # -- pair distances and tied groups --------------------------------------------------
@@ -395,49 +333,6 @@ def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, cluster
                      solver_options=solver_options)
     tied = problem.mu * sol.beta[fixed.index] if fixed is not None else np.zeros(0)
     return np.concatenate([active, free]), np.concatenate([tied, sol.multipliers]), len(free), sol
-
-
-# -- from a solution to metrics on the inputs ----------------------------------------
-def lift_psd(space: ReducedSpace, metrics_reduced: np.ndarray) -> np.ndarray:
-    """Reduced metrics (C, r, r), projected onto the PSD cone, as metrics (C, d, d)."""
-    if not np.all(np.isfinite(metrics_reduced)):
-        raise RuntimeError("the SDP solver returned no metric; try the other solver.")
-    w, U = np.linalg.eigh(metrics_reduced)
-    return np.stack([space.lift((U[c] * np.maximum(w[c], 0.0)) @ U[c].T)
-                     for c in range(len(metrics_reduced))])
-
-
-def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                            metrics: np.ndarray) -> np.ndarray:
-    """Add ``t_c N_c N_c^T`` to the metric of every singular cluster, shape (C, d, d).
-
-    ``t_c`` puts every killable impostor of cluster ``c`` at margin -1 or below;
-    nothing else moves (target differences into ``c`` have no component on ``N_c``)."""
-    cspaces = cluster_spaces(reduced_pulls(problem, space, clusters))
-    out = np.array(metrics, dtype=float)
-    for c in cspaces.singular:
-        t = _null_scale(problem, space, clusters, metrics, c, cspaces.nulls[c])
-        out[c] += space.lift(t * cspaces.nulls[c] @ cspaces.nulls[c].T)
-    return out
-
-
-def _null_scale(problem, space, clusters, metrics, c, N) -> float:
-    """Smallest ``t`` putting each killable impostor of cluster ``c`` at margin <= -1."""
-    Xc, Y = problem.X_centered, space.inputs @ N  # (n, d), (n, r - r_c)
-    worst_target = problem.target_distances(metrics, clusters=clusters).max(axis=1)  # (n,)
-    codes, members = problem.label_codes, np.flatnonzero(clusters == c)
-    block = max(1, BLOCK_BYTES // (16 * problem.n_samples * (Xc.shape[1] + space.rank)))
-    t = 0.0
-    for start in range(0, len(members), block):
-        ls = members[start:start + block]
-        V = Xc[None, :, :] - Xc[ls, None, :]  # (b, n, d)
-        distance = np.einsum("bnd,de,bne->bn", V, metrics[c], V)
-        W, Vr = Y[None, :, :] - Y[ls, None, :], space.inputs[None, :, :] - space.inputs[ls, None, :]
-        null, full = np.sum(W**2, axis=2), np.sum(Vr**2, axis=2)
-        mask = (codes[None, :] != codes[ls, None]) & (null > _KILLABLE * full)
-        need = (2.0 + worst_target[None, :] - distance)[mask] / null[mask]
-        t = max(t, float(need.max(initial=0.0)))
-    return t
 
 
 # -- internals ---------------------------------------------------------------------

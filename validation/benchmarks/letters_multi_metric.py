@@ -8,8 +8,8 @@ certificate and the largest relative difference to the full SDP's optimum.
 distributed, k=3, mu=0.5, one metric per letter: 26 metrics) for growing n;
 one row per subset, stopping at the first n whose solve exceeds the budget.
 
-    python -m validation.bench_letters_multi_metric bundled
-    python -m validation.bench_letters_multi_metric letters [--method aggregated|cutting-plane]
+    python -m validation.benchmarks.letters_multi_metric bundled
+    python -m validation.benchmarks.letters_multi_metric letters [--method aggregated|cutting-plane]
         [--sizes 200 300 500 ...] [--budget 600]
 """
 

@@ -12,7 +12,7 @@ the problem, weak duality gives ``opt >= sum_t lambda_t`` as soon as every
 
     Z_c(lambda) = (1-mu) P_c - sum_t lambda_t (C_il [c(l)=c] - C_ij [c(j)=c])
 
-is PSD (multi-metric LMNN, sec. 5.2, the dual derived in ``lmnn_sdp.sdp``;
+is PSD (multi-metric LMNN, sec. 5.2, the dual derived in ``lmnn_sdp.formulations.sdp``;
 single-metric LMNN is the case of one cluster, ``Z = (1-mu) P - sum_t lambda_t
 (C_il - C_ij)``). Triplets are checked to be genuine and distinct, multipliers
 are clipped into the box, then scaled by the largest ``alpha`` in [0, 1] that keeps
@@ -50,8 +50,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from lmnn_sdp.formulation import ReducedSpace, reduced_space
-from lmnn_sdp.problem import LMNNProblem, check_clusters, check_triplets
+from lmnn_sdp.core.space import ReducedSpace, reduced_space
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, triplet_keys
+from lmnn_sdp.core.psd import check_psd, project_psd
 
 _EPS = np.finfo(float).eps
 _BLOCK = 1 << 16  # triplets per block of difference vectors
@@ -148,26 +149,22 @@ def check_genuine_triplets(problem: LMNNProblem, triplets: np.ndarray) -> None:
     Weak duality holds only for multipliers of the problem's own margin
     constraints, at most ``mu`` each: a multiplier on anything else, or two on
     one triplet, could prove a bound above the optimum."""
-    n, k = problem.targets.shape
     codes = problem.label_codes
-    rank = np.empty(len(triplets), dtype=np.int64)
     for start in range(0, len(triplets), _BLOCK):
         s = triplets[start:start + _BLOCK]
-        hit = problem.targets[s[:, 0]] == s[:, 1, None]
-        found = hit.any(axis=1)
+        found = (problem.targets[s[:, 0]] == s[:, 1, None]).any(axis=1)
         if not found.all():
             bad = start + int(np.argmin(found))
             raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} is not a triplet of "
                              f"eq. 14: point {triplets[bad, 1]} is not a target neighbour of point "
                              f"{triplets[bad, 0]}; multipliers belong on the problem's triplets only.")
-        rank[start:start + len(s)] = np.argmax(hit, axis=1)
     same = np.flatnonzero(codes[triplets[:, 2]] == codes[triplets[:, 0]])
     if len(same):
         bad = int(same[0])
         raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} is not a triplet of "
                          f"eq. 14: point {triplets[bad, 2]} has the label of point {triplets[bad, 0]}, "
                          "so it is no impostor.")
-    keys = (triplets[:, 0].astype(np.int64) * k + rank) * n + triplets[:, 2]
+    keys = triplet_keys(triplets, problem.n_samples)
     order = np.argsort(keys, kind="stable")
     repeated = np.flatnonzero(keys[order[1:]] == keys[order[:-1]])
     if len(repeated):
@@ -235,11 +232,11 @@ def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float)
     return lo
 
 
-def check_candidate_metric(problem: LMNNProblem, M, clusters=None, psd_tol: float = 1e-8):
+def check_candidate_metric(problem: LMNNProblem, M, clusters=None):
     """Validate a candidate metric (d, d), or with ``clusters`` (n,) the metrics (C, d, d),
     one per cluster (eq. 16): finite, symmetric, PSD up to rounding.
 
-    Eigenvalues in ``[-psd_tol * ||M||, 0)`` are rounding and set to 0, so the
+    Eigenvalues in ``[-1e-8 max|M|, 0)`` are rounding and set to 0 (``core.psd.check_psd``), so the
     upper bound is the objective of a feasible metric. Returns ``(M, min_eig)``
     with ``min_eig`` the smallest eigenvalue of the matrices as given."""
     M = np.asarray(M)
@@ -247,7 +244,7 @@ def check_candidate_metric(problem: LMNNProblem, M, clusters=None, psd_tol: floa
         if M.ndim != 2:
             raise ValueError(f"M must be one metric of shape (d, d), got {M.shape}; pass "
                              "clusters for one metric per cluster.")
-        return _check_one_metric(problem, M, psd_tol)
+        return _check_one_metric(problem, M)
     C = int(check_clusters(problem, clusters).max()) + 1
     if M.ndim != 3 or len(M) != C:
         raise ValueError(f"metrics must have shape (n_clusters, d, d) with n_clusters={C}, "
@@ -255,25 +252,12 @@ def check_candidate_metric(problem: LMNNProblem, M, clusters=None, psd_tol: floa
     checked = []
     for c in range(C):
         try:
-            checked.append(_check_one_metric(problem, M[c], psd_tol))
+            checked.append(_check_one_metric(problem, M[c]))
         except ValueError as err:
             raise ValueError(f"metrics[{c}]: {err}") from None
     return np.stack([m for m, _ in checked]), float(min(e for _, e in checked))
 
 
-def _check_one_metric(problem: LMNNProblem, M: np.ndarray, psd_tol: float):
-    M = problem.check_metric(M)
-    size = max(np.abs(M).max(), np.finfo(float).tiny)
-    asymmetry = np.abs(M - M.T).max()
-    if asymmetry > 1e-10 * size:
-        raise ValueError(f"M is not symmetric (max |M - M^T| = {asymmetry:.3g}); a Mahalanobis "
-                         "metric is symmetric: pass (M + M.T) / 2 if that is what you meant.")
-    M = (M + M.T) / 2
-    eigenvalues, vectors = np.linalg.eigh(M)
-    if eigenvalues[0] < -psd_tol * size:
-        raise ValueError(f"M is not positive semidefinite (smallest eigenvalue "
-                         f"{eigenvalues[0]:.3g}); only PSD matrices are metrics. Project it "
-                         "onto the PSD cone yourself if that is what you meant.")
-    if eigenvalues[0] < 0:
-        M = (vectors * np.maximum(eigenvalues, 0.0)) @ vectors.T
-    return M, float(eigenvalues[0])
+def _check_one_metric(problem: LMNNProblem, M) -> tuple[np.ndarray, float]:
+    M, smallest = check_psd(problem.check_metric(M))
+    return (project_psd(M) if smallest < 0 else M), smallest

@@ -1,7 +1,7 @@
 """A corpus of certified instances for solver regression tests.
 
-Four problem kinds, one module each: ``corpus_lmnn`` (eq. 14),
-``corpus_multi_metric`` (sec. 5.2), ``corpus_mmc`` (MMC, full and diagonal).
+Four problem kinds, one module each: ``lmnn`` (eq. 14), ``multi_metric``
+(sec. 5.2), ``mmc`` (MMC, full and diagonal). The data lives in this folder.
 Format (documented in ``validation/corpus/README.md``, readable without this
 library): every instance is a saved certificate, ``NAME.npz`` with the inputs,
 the certified metric(s) and the dual evidence and ``NAME.json`` with its
@@ -25,18 +25,18 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from lmnn_sdp import certificates
-from validation import corpus_lmnn, corpus_mmc, corpus_multi_metric
-from validation.corpus_mmc import MMCInstance, mmc_instances
-from validation.corpus_multi_metric import MMInstance, mm_instances
+from validation.corpus import lmnn, mmc, multi_metric
+from validation.corpus.mmc import MMCInstance, mmc_instances
+from validation.corpus.multi_metric import MMInstance, mm_instances
 from validation.instances import Instance, builtin_instances
 
-CORPUS_DIR = Path(__file__).parent / "corpus"
+CORPUS_DIR = Path(__file__).parent
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 3
-OBJECTIVES = {"lmnn": corpus_lmnn.OBJECTIVE, "multi-metric-lmnn": corpus_multi_metric.OBJECTIVE,
-              "mmc": corpus_mmc.OBJECTIVE, "mmc-diagonal": corpus_mmc.OBJECTIVE_DIAGONAL}
-CERTIFIERS = {Instance: corpus_lmnn.certify, MMInstance: corpus_multi_metric.certify,
-              MMCInstance: corpus_mmc.certify}
+OBJECTIVES = {"lmnn": lmnn.OBJECTIVE, "multi-metric-lmnn": multi_metric.OBJECTIVE,
+              "mmc": mmc.OBJECTIVE, "mmc-diagonal": mmc.OBJECTIVE_DIAGONAL}
+CERTIFIERS = {Instance: lmnn.certify, MMInstance: multi_metric.certify,
+              MMCInstance: mmc.certify}
 
 
 def corpus_instances() -> list:

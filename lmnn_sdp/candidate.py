@@ -1,7 +1,7 @@
-"""Certificates for any metric(s): ``certify`` (DESIGN.md, "Certificates").
+"""Certify a candidate metric (or metrics): ``certify`` (DESIGN.md, "Certificates").
 
 The bound itself (genuine triplets, multipliers clipped into the box, scaled into
-the dual cone, rounding allowance) is ``lmnn_sdp.bounds`` and the certificate with
+the dual cone, rounding allowance) is ``lmnn_sdp.certificates.bounds`` and the certificate with
 its evidence ``lmnn_sdp.certificates.certificate``, both numpy only; this module
 adds the multipliers of complementary slackness at given metrics, found by a
 small dual SDP over the triplets near the margin (``sdp.complementary_multipliers``).
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lmnn_sdp.bounds import check_candidate_metric
+from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import Certificate, prove
-from lmnn_sdp.formulation import ReducedSpace, reduced_space
-from lmnn_sdp.problem import LMNNProblem, check_clusters
-from lmnn_sdp.sdp import complementary_multipliers
+from lmnn_sdp.core.space import ReducedSpace, reduced_space
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters
+from lmnn_sdp.formulations.sdp import complementary_multipliers
 
 __all__ = ["Certificate", "certify"]
 

@@ -11,7 +11,7 @@ Its gap is measured against our certified bound. Timings are wall-clock seconds 
 whatever machine runs this.
 
     pip install metric-learn==0.7.0
-    python -m validation.bench_mmc [--threads N] [--skip-metric-learn]
+    python -m validation.benchmarks.mmc [--threads N] [--skip-metric-learn]
 
 metric-learn 0.7.0 passes ``force_all_finite`` to scikit-learn's ``check_array`` and
 ``check_X_y``; scikit-learn 1.8 removed that name (it is ``ensure_all_finite`` since

@@ -45,15 +45,16 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.bounds import dual_lower_bound, relative_gap
-from lmnn_sdp.certificate import certify
+from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
+from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import prove
-from lmnn_sdp.formulation import reduced_space
-from lmnn_sdp.line_search import segment_search
-from lmnn_sdp.problem import LMNNProblem
+from lmnn_sdp.core.space import reduced_space
+from lmnn_sdp.core.line_search import segment_search
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.result import SDPResult, cluster_owner
-from lmnn_sdp.sdp import complementary_multipliers, lift_psd, push_out_of_null_spaces
-from lmnn_sdp.start import starting_metrics
+from lmnn_sdp.formulations.clusters import lift_psd, push_out_of_null_spaces
+from lmnn_sdp.formulations.sdp import complementary_multipliers
+from lmnn_sdp.generation.start import starting_metrics
 
 CERTIFY_BANDS = (1e-3, 3e-3, 1e-2)
 
