@@ -345,6 +345,10 @@ class _Run:
         converged = certificate.certified
         if not converged and message.startswith("converged"):
             message = "not converged: " + message
+        if not converged and self.whitening.singular_pull:
+            message += ("; the pull matrix is singular on the data range (target neighbours "
+                        "coincide along some directions, as with duplicated points), where "
+                        "impostor multipliers cannot be certified, so the lower bound is weak")
         return FastLMNNResult(
             metric=M, upper=certificate.upper, lower=certificate.lower,
             relative_gap=certificate.relative_gap, certified=certificate.certified, converged=converged,

@@ -42,12 +42,15 @@ class Whitening:
         ``W^+`` with ``W^+ W = I_r``: ``M_w = W^+ M W^{+T}`` on the data range.
     pull : ndarray of shape (r, r)
         ``W^T P W`` (the identity up to rounding and the floor).
+    singular_pull : bool
+        Some eigenvalue of the pull matrix on the data range was lifted to the floor.
     """
 
     inputs: np.ndarray
     basis: np.ndarray
     inverse: np.ndarray
     pull: np.ndarray
+    singular_pull: bool = False
 
     @property
     def rank(self) -> int:
@@ -77,10 +80,11 @@ def whiten(problem: LMNNProblem) -> Whitening:
     if eigenvalues[-1] <= 0:
         raise ValueError("every point coincides with its target neighbours, so the pull term of "
                          "eq. 14 vanishes and the problem has no minimiser; choose other targets.")
+    singular = bool(eigenvalues[0] < PULL_FLOOR * eigenvalues[-1])
     eigenvalues = np.maximum(eigenvalues, PULL_FLOOR * eigenvalues[-1])
     B = Q / np.sqrt(eigenvalues)
     W = V @ B
     inverse = (Q * np.sqrt(eigenvalues)).T @ V.T
     whitened_pull = W.T @ problem.pull_matrix() @ W
     return Whitening(inputs=np.ascontiguousarray(Xc @ W), basis=W, inverse=inverse,
-                     pull=(whitened_pull + whitened_pull.T) / 2)
+                     pull=(whitened_pull + whitened_pull.T) / 2, singular_pull=singular)

@@ -131,3 +131,15 @@ def test_importing_the_fast_solver_does_not_load_cvxpy():
 def test_package_exports():
     assert fast_solver.solve is solve
     assert {"LMNN", "solve", "FastLMNNResult", "impostor_pairs"} <= set(fast_solver.__all__)
+
+
+def test_binary_features_with_a_singular_pull_matrix_run_and_say_why_they_stop():
+    # Thresholded iris: many points coincide with their targets, so the pull matrix is
+    # singular on the data range. The solver must run (no LinAlgError), stay honest
+    # (a lower bound below the exact optimum, not converged) and say why.
+    X, y = load_iris(return_X_y=True)
+    problem = LMNNProblem((X > 3).astype(float), y, k=3, mu=0.5)
+    r = solve(problem, max_iter=200)
+    exact = solve_lmnn(problem, method="aggregated")
+    assert not r.converged and 0 <= r.lower <= exact.upper * (1 + 1e-9) <= r.upper * (1 + 1e-9)
+    assert "pull matrix is singular" in r.message
