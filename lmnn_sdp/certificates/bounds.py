@@ -26,7 +26,7 @@ containing 0). The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled f
 ``O(n)``-term sums and its eigenvalues computed in floating point, so we demand a
 computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
 sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
-errors. All of it runs in a reduced space (``formulation.reduced_space`` by default,
+errors. All of it runs in a reduced space (``core.space.reduced_space`` by default,
 or any basis of the data range such as the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there.
 
@@ -100,7 +100,7 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     multipliers : array-like, shape (T,)
         Clipped into ``[0, mu]`` first.
     space : ReducedSpace, optional
-        Coordinates of the data range to work in; ``formulation.reduced_space(problem)``
+        Coordinates of the data range to work in; ``core.space.reduced_space(problem)``
         by default.
     clusters : array-like of int, shape (n,), optional
         Cluster of each point for multi-metric LMNN (eq. 16); ``None`` is single-metric

@@ -12,14 +12,15 @@ certificate can travel with a paper and anyone can re-check it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
+from lmnn_sdp.core.space import ReducedSpace
 
 KINDS = ("lmnn", "multi-metric-lmnn")
 
@@ -50,6 +51,11 @@ class Certificate:
         Multipliers left free in the complementary-slackness SDP (0 if given).
     singular_clusters : tuple, n_dropped : int
         Clusters with a singular pull matrix and the impostor multipliers dropped for them.
+    status : {"computed", "loaded", "verified"}
+        Where the numbers come from: proved here, read from a file (not yet checked), or
+        re-derived by ``verify``.
+    timings : dict of str to float
+        Seconds spent proving (``prove``), loading (``load``) or verifying (``verify``).
     """
 
     upper: float
@@ -68,6 +74,8 @@ class Certificate:
     n_free: int = 0
     singular_clusters: tuple = ()
     n_dropped: int = 0
+    status: str = "computed"
+    timings: dict = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -82,7 +90,8 @@ class Certificate:
         singular = f", singular_clusters={self.singular_clusters}" if self.singular_clusters else ""
         return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g}, "
                 f"lower={self.lower:.10g}, relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, "
-                f"alpha={self.dual_scale:.6g}, multipliers={self.n_multipliers}{singular})")
+                f"alpha={self.dual_scale:.6g}, multipliers={self.n_multipliers}{singular}, "
+                f"status={self.status!r})")
 
     def verify(self, rtol: float = 1e-9) -> Certificate:
         """Re-derive the certificate from its evidence alone and check every stated number.
@@ -90,6 +99,7 @@ class Certificate:
         Returns the re-derived certificate; a ValueError names the first number the
         evidence does not reproduce (``upper`` beyond ``rtol``), does not prove
         (``lower``), or that contradicts the others (``relative_gap``, ``certified``)."""
+        start = time.perf_counter()
         fresh = prove(self.problem, self.metric, self.triplets, self.multipliers,
                       clusters=self.clusters, tol=self.tol)
         slack = lambda value: rtol * max(1.0, abs(value))  # noqa: E731
@@ -106,7 +116,7 @@ class Certificate:
         if self.certified != bool(gap <= self.tol):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
                              f"relative_gap={gap:.3g} and tol={self.tol:g}.")
-        return fresh
+        return replace(fresh, status="verified", timings={"verify": time.perf_counter() - start})
 
     def record(self) -> tuple[dict, dict]:
         """``(arrays, fields)`` of the corpus format (``validation/corpus/README.md``);
@@ -136,6 +146,7 @@ class Certificate:
     def load(cls, path, fields: dict | None = None) -> Certificate:
         """Read a certificate saved by ``save`` (or a corpus entry, ``fields`` from its
         manifest). The numbers are as stored: call ``verify()`` to check them."""
+        start = time.perf_counter()
         arrays, fields = storage.load(path, fields)
         if fields.get("problem") not in KINDS:
             raise ValueError(f"{path}: problem={fields.get('problem')!r} is not one of {KINDS}.")
@@ -156,7 +167,8 @@ class Certificate:
                    tol=fields["tol"], metric=arrays["M"], triplets=arrays["triplets"],
                    multipliers=arrays["multipliers"], problem=problem, clusters=clusters,
                    dual_scale=fields["dual_scale"], min_eig_metric=fields["min_eig_metric"],
-                   min_eig_dual=fields["min_eig_dual"], n_free=fields["n_free"])
+                   min_eig_dual=fields["min_eig_dual"], n_free=fields["n_free"], status="loaded",
+                   timings={"load": time.perf_counter() - start})
 
 
 def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
@@ -170,6 +182,7 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     by default it is computed here. ``space`` is passed to ``dual_lower_bound``."""
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
+    start = time.perf_counter()
     if clusters is not None:
         clusters = check_clusters(problem, clusters)
     metric, min_eig = check_candidate_metric(problem, metric, clusters)
@@ -184,4 +197,5 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
                        triplets=triplets, multipliers=multipliers, problem=problem,
                        clusters=clusters, dual_scale=bound.alpha, min_eig_metric=min_eig,
                        min_eig_dual=bound.min_eig_dual, n_free=n_free,
-                       singular_clusters=bound.singular_clusters, n_dropped=bound.n_dropped)
+                       singular_clusters=bound.singular_clusters, n_dropped=bound.n_dropped,
+                       timings={"prove": time.perf_counter() - start})

@@ -15,8 +15,13 @@ where 24 of 26 classes are singular). "Killable" means a component
 out, and treating it as part of ``R_c`` left a gap that never closed (letters,
 n=500: with a threshold of 1e-6, eight triplets with components of 3e-10..9e-9
 held the certified gap at 0.87%). The price is large metrics: ``t_c`` reached 5e6
-there. A regular cluster keeps the reduced coordinates (``B_c = I``); LMNN is the
-case of one cluster.
+there. LMNN is the case of one cluster.
+
+The basis ``B_c`` is the eigenbasis of ``P_c`` also for a regular cluster, so the
+SDPs see a diagonal pull matrix. Measured on multi-metric Letter Recognition
+(n=500, 26 metrics): with ``B_c = I`` on regular clusters Clarabel's answers
+stalled the aggregated rounds at a certified gap of 4.9e-5 (scale into the dual
+cone 0.99995); in the eigenbasis the same rounds certify 8.4e-7.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ _KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
 @dataclass(frozen=True)
 class ClusterSpaces:
     """Per cluster, an orthonormal basis (r, r_c) of the range of ``P_c`` and (r, r - r_c) of
-    its null space, both in reduced coordinates; ``B_c = I`` for a regular cluster."""
+    its null space, both in reduced coordinates: eigenvectors of ``P_c``."""
 
     bases: tuple
     nulls: tuple
@@ -66,9 +71,8 @@ def cluster_spaces(pulls: np.ndarray, rtol: float = 1e-9) -> ClusterSpaces:
     w, U = np.linalg.eigh(pulls)
     top = max(float(w.max()), np.finfo(float).tiny)
     keep = w > rtol * top
-    r = pulls.shape[1]
-    bases = tuple(np.eye(r) if keep[c].all() else U[c][:, keep[c]] for c in range(len(w)))
-    return ClusterSpaces(bases=bases, nulls=tuple(U[c][:, ~keep[c]] for c in range(len(w))))
+    return ClusterSpaces(bases=tuple(U[c][:, keep[c]] for c in range(len(w))),
+                         nulls=tuple(U[c][:, ~keep[c]] for c in range(len(w))))
 
 
 def killable(space: ReducedSpace, cspaces: ClusterSpaces, clusters: np.ndarray,

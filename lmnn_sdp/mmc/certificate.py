@@ -23,7 +23,7 @@ the numbers from it with numpy alone and refuses any stated number it does not
 reproduce or prove; ``save``/``load`` write and read the corpus format
 (``lmnn_sdp.certificates.storage``: arrays ``X``, ``y`` when known, ``similar``,
 ``dissimilar``, ``M``, ``tangents``, ``multiplier``; fields ``problem``, ``n``, ``d``,
-``classes``, ``similar``, ``dissimilar``, ``optimum`` (= value), ``upper_bound``
+``classes``, ``similar``, ``dissimilar``, ``value``, ``bound``
 (= bound), ``relative_gap``, ``certified``, ``tol``).
 
 Rounding. ``bound`` carries the allowance of ``lmnn_sdp.mmc.bound``. Distances are
@@ -63,7 +63,7 @@ from lmnn_sdp.mmc.problem import (
 )
 
 KINDS = ("mmc", "mmc-diagonal")
-_REQUIRED = ("problem", "n", "d", "classes", "similar", "dissimilar", "optimum", "upper_bound",
+_REQUIRED = ("problem", "n", "d", "classes", "similar", "dissimilar", "value", "bound",
              "relative_gap", "certified", "tol")
 
 
@@ -83,7 +83,7 @@ class MMCCertificate:
         ``lambda`` with ``lambda Sigma - G_s`` PSD (diagonal: on the diagonal).
     value, bound : float
         ``f(M) / sqrt(<M, Sigma>)`` and ``sum(tangents) / 2 + multiplier``, the files'
-        ``optimum`` and ``upper_bound``.
+        ``value`` and ``bound``.
     feasible_value : float
         ``value`` less the rounding of ``M``'s entries (``evaluate``), derived from
         ``X`` and ``M``.
@@ -174,13 +174,13 @@ class MMCCertificate:
         slack = lambda number: rtol * max(1.0, abs(number))  # noqa: E731
         if not abs(fresh.value - self.value) <= slack(self.value):
             raise ValueError(f"certificate refused: the metric's objective f(M) is "
-                             f"{fresh.value!r}, not the stated optimum={self.value!r}.")
+                             f"{fresh.value!r}, not the stated value={self.value!r}.")
         if not fresh.bound <= self.bound + slack(self.bound):
             raise ValueError(f"certificate refused: the tangents and multiplier prove "
-                             f"upper_bound={fresh.bound!r}, not the stated {self.bound!r}.")
+                             f"bound={fresh.bound!r}, not the stated {self.bound!r}.")
         gap = _gap(self.feasible_value, self.bound, self.diagonal)
         if not np.isclose(gap, self.relative_gap, rtol=rtol, atol=0.0):
-            raise ValueError(f"certificate refused: upper_bound and the metric give "
+            raise ValueError(f"certificate refused: the bound and the metric give "
                              f"relative_gap={gap!r}, not the stated {self.relative_gap!r}.")
         if self.certified != bool(gap <= self.tol):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
@@ -195,8 +195,8 @@ class MMCCertificate:
                   "tangents": self.tangents, "multiplier": np.float64(self.multiplier)}
         if p.y is not None:
             arrays["y"] = p.y
-        fields = {"problem": self.kind, **_sizes(p), "optimum": self.value,
-                  "upper_bound": self.bound, "relative_gap": self.relative_gap,
+        fields = {"problem": self.kind, **_sizes(p), "value": self.value,
+                  "bound": self.bound, "relative_gap": self.relative_gap,
                   "certified": self.certified, "tol": self.tol}
         return arrays, fields
 
@@ -225,8 +225,8 @@ class MMCCertificate:
                                  f"arrays give {value!r}; the certificate is refused.")
         M = check_metric(arrays["M"], problem.X.shape[1], problem.diagonal, name="M")
         return cls(problem=problem, M=M, tangents=arrays["tangents"],
-                   multiplier=float(arrays["multiplier"]), value=fields["optimum"],
-                   bound=fields["upper_bound"],
+                   multiplier=float(arrays["multiplier"]), value=fields["value"],
+                   bound=fields["bound"],
                    feasible_value=evaluate(problem, M).feasible_value,
                    relative_gap=fields["relative_gap"], certified=fields["certified"],
                    tol=fields["tol"], min_eigenvalue=_smallest_eigenvalue(M),

@@ -36,12 +36,12 @@ and wine are 8e-11 to 2e-10, the bound's own rounding allowance, in one attempt.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 
+from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
@@ -52,7 +52,6 @@ TIGHT_OPTIONS = {  # each solver's tolerances for the second and third rungs of 
                  "tol_ktratio": 1e-8, "max_iter": 400},
     "SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 10_000},
 }
-SOLVERS = tuple(TIGHT_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -208,9 +207,7 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
 
 def _ladder(solver, options: dict) -> list[tuple[str, dict]]:
     """``(solver, options)`` of each rung: as asked, tight, the other solver tight."""
-    if not isinstance(solver, str) or solver.upper() not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}.")
-    first = solver.upper()
+    first = check_solver(solver)
     other = next(name for name in SOLVERS if name != first)
     return [(first, dict(options)), (first, {**options, **TIGHT_OPTIONS[first]}),
             (other, dict(TIGHT_OPTIONS[other]))]
@@ -271,9 +268,7 @@ def _program(Uw: np.ndarray, diagonal: bool) -> tuple[cp.Problem, cp.Variable]:
 def _run(program: cp.Problem, solver: str, options: dict) -> str:
     """Solve; return the status string. A RuntimeError when no usable point comes back."""
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            program.solve(solver=solver, **options)
+        solve_quietly(program, solver, options)
     except cp.error.SolverError as err:
         raise RuntimeError(f"solver {solver} failed ({err})") from err
     values = [v.value for v in program.variables()]

@@ -95,8 +95,8 @@ def test_a_weak_multiplier_is_refused(iris_certificate):
 
 
 @pytest.mark.parametrize("name, factor, message", [
-    ("value", 1 + 1e-8, "optimum"),  # the metric's objective is not reproduced
-    ("bound", 1 - 1e-8, "upper_bound"),  # claims more than the evidence proves
+    ("value", 1 + 1e-8, "value"),  # the metric's objective is not reproduced
+    ("bound", 1 - 1e-8, "bound="),  # claims more than the evidence proves
     ("bound", 1 + 1e-8, "relative_gap"),  # a weaker bound, but the gap no longer follows
     ("relative_gap", 1.01, "relative_gap"),
 ])
@@ -124,7 +124,7 @@ def test_save_load_verify_round_trip(tmp_path, iris_certificate):
     npz, js = iris_certificate.save(tmp_path / "iris")
     fields = json.loads(js.read_text())
     assert fields["problem"] == iris_certificate.kind and fields["classes"] == 3
-    assert (fields["optimum"], fields["upper_bound"]) == (iris_certificate.value,
+    assert (fields["value"], fields["bound"]) == (iris_certificate.value,
                                                           iris_certificate.bound)
     loaded = MMCCertificate.load(npz)
     assert loaded.status == "loaded" and np.array_equal(loaded.M, iris_certificate.M)
@@ -165,9 +165,9 @@ def test_a_forged_array_is_refused_even_with_a_fresh_digest(tmp_path, iris_certi
 
 
 @pytest.mark.parametrize("field, change, message", [
-    ("optimum", lambda v: v * (1 + 1e-8), "optimum"),
-    ("upper_bound", lambda v: v * (1 - 1e-8), "upper_bound"),
-    ("upper_bound", lambda v: v * (1 + 1e-8), "relative_gap"),
+    ("value", lambda v: v * (1 + 1e-8), "value"),
+    ("bound", lambda v: v * (1 - 1e-8), "bound="),
+    ("bound", lambda v: v * (1 + 1e-8), "relative_gap"),
     ("relative_gap", lambda v: v * 1.001, "relative_gap"),
     ("certified", lambda v: not v, "certified"),
     ("tol", lambda v: v * 1e-6, "certified"),
@@ -184,7 +184,7 @@ def test_a_forged_number_is_refused_even_with_a_fresh_digest(tmp_path, iris_cert
 
 def test_a_forged_number_without_a_fresh_digest_is_refused_on_loading(tmp_path, iris_certificate):
     _, js = iris_certificate.save(tmp_path / "iris")
-    for key in ("optimum", "upper_bound", "relative_gap"):
+    for key in ("value", "bound", "relative_gap"):
         fields = json.loads(js.read_text())
         fields[key] *= 1 + 1e-12
         (tmp_path / "edited.json").write_text(json.dumps(fields))

@@ -43,7 +43,7 @@ def certify_subset(X: np.ndarray, y: np.ndarray, n: int, method: str, solver: st
         "triplets": problem.n_triplets, "seconds": seconds, "fast_seconds": fast_seconds,
         "rounds": len(result.rounds), "sdp_triplets": result.rounds[-1].sdp_triplets,
         "active": len(problem.active_triplets(result.metric)),
-        "objective": result.upper, "lower": result.lower,
+        "upper": result.upper, "lower": result.lower,
         "gap": result.relative_gap, "certified": result.certificate.certified,
         "status": result.status,
     }
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
     parser.add_argument("--tol", type=float, default=1e-6)
     args = parser.parse_args(argv)
     X, y = load_letters()
-    header = ("method", "n", "triplets", "seconds", "fast_seconds", "rounds", "sdp_triplets", "active", "objective",
+    header = ("method", "n", "triplets", "seconds", "fast_seconds", "rounds", "sdp_triplets", "active", "upper",
               "lower", "gap", "certified", "status")
     certify_growing(args.sizes, lambda n: certify_subset(X, y, n, args.method, args.solver, args.tol,
                                                         args.warm_start),

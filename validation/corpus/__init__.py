@@ -85,6 +85,9 @@ def check(directory: Path = CORPUS_DIR, tol: float = 1e-6) -> list[CheckedInstan
         path = Path(directory) / entry["name"]
         try:
             certificate = certificates.load(path)
+            if certificate.kind != entry["problem"]:
+                raise ValueError(f"the manifest says {entry['problem']!r} but the certificate "
+                                 f"is {certificate.kind!r}")
             certificate.verify()
             error = "" if certificate.relative_gap <= tol else f"gap above tol={tol:g}"
         except ValueError as err:
