@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.space import data_range
 
 PULL_FLOOR = 1e-12
 
@@ -70,11 +71,7 @@ class Whitening:
 def whiten(problem: LMNNProblem) -> Whitening:
     """The whitened coordinates of ``problem`` (module docstring)."""
     Xc = problem.X_centered
-    _, singular, Vt = np.linalg.svd(Xc, full_matrices=False)
-    rank = int(np.sum(singular > singular[0] * max(Xc.shape) * np.finfo(float).eps))
-    if rank == 0:
-        raise ValueError("all inputs are identical; there is no metric to learn.")
-    V = Vt[:rank].T
+    V = data_range(problem)
     pull = V.T @ problem.pull_matrix() @ V
     eigenvalues, Q = np.linalg.eigh((pull + pull.T) / 2)
     if eigenvalues[-1] <= 0:

@@ -37,14 +37,21 @@ class ReducedSpace:
         return (M + M.T) / 2
 
 
-def reduced_space(problem: LMNNProblem) -> ReducedSpace:
-    """The data range of ``problem`` with target distances scaled to mean 1."""
+def data_range(problem: LMNNProblem) -> np.ndarray:
+    """An orthonormal basis ``V`` (d, r) of the span of the centred inputs (singular values
+    above ``max(n, d) eps`` of the largest), or a ValueError when all inputs coincide."""
     Xc = problem.X_centered
     _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
     rank = int(np.sum(s > s[0] * max(Xc.shape) * np.finfo(float).eps)) if s[0] > 0 else 0
     if rank == 0:
         raise ValueError("all inputs are identical; there is no metric to learn.")
-    V = Vt[:rank].T
+    return Vt[:rank].T
+
+
+def reduced_space(problem: LMNNProblem) -> ReducedSpace:
+    """The data range of ``problem`` with target distances scaled to mean 1."""
+    Xc = problem.X_centered
+    V = data_range(problem)
     mean_target = np.trace(problem.pull_matrix()) / (problem.n_samples * problem.k)
     scale = float(np.sqrt(mean_target)) if mean_target > 0 else 1.0
     basis = V / scale
