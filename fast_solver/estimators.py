@@ -18,7 +18,6 @@ from fast_solver.impostors import SEARCH_METHODS
 from fast_solver.result import Stage
 from fast_solver.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
-from lmnn_sdp.core.psd import psd_factor
 
 
 class LMNN(TransformerMixin, BaseEstimator):
@@ -110,7 +109,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,
                        callback=_ProgressTable() if self.verbose else None)
-        self.components_ = psd_factor(result.metric)
+        self.components_ = result.components
         self.metric_ = result.metric
         self.objective_ = result.upper
         self.lower_bound_ = result.lower

@@ -118,20 +118,3 @@ def triplet_products(Z, Y, i, j, l):  # pragma: no cover - compiled
         out[t] = s
     return out
 
-
-@njit(parallel=True, cache=True)
-def hinge_values(Z, target_d, ptr, impostors):  # pragma: no cover - compiled
-    """``1 + D(i, j) - D(i, l)`` of every working-set triplet, shape (P, k)."""
-    n, k = target_d.shape
-    r = Z.shape[1]
-    out = np.empty((len(impostors), k))
-    for i in prange(n):
-        for p in range(ptr[i], ptr[i + 1]):
-            l = impostors[p]
-            s = 0.0
-            for c in range(r):
-                d = Z[i, c] - Z[l, c]
-                s += d * d
-            for a in range(k):
-                out[p, a] = 1.0 + target_d[i, a] - s
-    return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
 
 
@@ -31,28 +32,20 @@ class Stage:
 
 
 @dataclass(repr=False)
-class FastLMNNResult:
+class FastLMNNResult(CertifiedResult):
     """A fast solve and the proof of how good it is; nothing is printed.
+
+    ``metric`` (the learned PSD ``M``, (d, d)), ``upper`` (eq. 14 at it), ``lower`` (a
+    rigorous lower bound on the optimum), ``relative_gap``, ``certified`` and ``tol``
+    are those of ``certificate``; ``converged`` is ``certified`` (the solver says
+    converged only when it proved it) and ``status`` is "converged" or "max_iter".
 
     Attributes
     ----------
-    metric : ndarray of shape (d, d)
-        The learned PSD metric ``M``.
-    upper : float
-        eq. 14 at ``metric``.
-    lower : float
-        A rigorous lower bound on the optimum of eq. 14 (``certificate``).
-    relative_gap : float
-        ``(upper - lower) / upper``.
-    certified : bool
-        ``relative_gap <= tol``, decided from the bounds alone.
-    converged : bool
-        The same as ``certified``: the solver says converged only when it proved it.
-    status : {"converged", "max_iter"}
-    message : str
     certificate : lmnn_sdp.Certificate
         The bounds with their evidence (``triplets``, ``multipliers``,
         ``dual_scale``); ``certificate.verify()`` re-derives them.
+    message : str
     n_iter : int
         Newton iterations over all stages.
     n_stages, n_searches, n_evaluations, n_hessian_products : int
@@ -67,15 +60,8 @@ class FastLMNNResult:
         Seconds in ``search``, ``newton``, ``bounds`` and ``total``.
     """
 
-    metric: np.ndarray
-    upper: float
-    lower: float
-    relative_gap: float
-    certified: bool
-    converged: bool
-    status: str
-    message: str
     certificate: Certificate
+    message: str
     n_iter: int
     n_stages: int
     n_searches: int
@@ -86,6 +72,14 @@ class FastLMNNResult:
     active_triplets: np.ndarray
     stages: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+
+    @property
+    def converged(self) -> bool:
+        return self.certified
+
+    @property
+    def status(self) -> str:
+        return "converged" if self.certified else "max_iter"
 
     @property
     def components(self) -> np.ndarray:

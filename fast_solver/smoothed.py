@@ -168,7 +168,7 @@ class SmoothedObjective:
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
         """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""
         ev = self.current
-        hinge = kernels.hinge_values(self.Z, self.target_d, self.ws.ptr, self.ws.impostors)
+        hinge = 1.0 + self.target_d[self.ws.owner] - self.pair_d[:, None]  # (P, k), as evaluated
         pair, rank = np.nonzero(hinge > 0)
         lam = self.mu * np.minimum(hinge[pair, rank] / ev.gamma, 1.0)
         return self.ws.triplets(self.targets, pair, rank), lam

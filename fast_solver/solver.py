@@ -99,7 +99,6 @@ from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import project_psd, psd_factor
-from lmnn_sdp.core.space import ReducedSpace
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
@@ -317,11 +316,9 @@ class _Run:
         exact search (every active triplet in the set, distances in the whitened
         space, where they equal those of the inputs up to rounding)."""
         tic = time.perf_counter()
-        problem = self.problem
-        space = ReducedSpace(basis=self.whitening.basis, inputs=self.whitening.inputs, scale=1.0)
-        self.certificate = prove(problem, self.whitening.metric(self.upper.metric),
+        self.certificate = prove(self.problem, self.whitening.lift(self.upper.metric),
                                  self.lower.triplets, self.lower.multipliers, tol=self.tol,
-                                 space=space, upper=self.upper.value)
+                                 space=self.whitening, upper=self.upper.value)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
@@ -340,19 +337,15 @@ class _Run:
         if self.problem.mu == 0.0:
             self.upper = _Candidate(0.0, metric=M_w, triplets=np.empty((0, 3), np.intp))
         certificate = self._certificate()
-        M = self.whitening.metric(M_w) if self.problem.mu > 0 else np.zeros((self.problem.n_features,) * 2)
         self.timings["total"] = time.perf_counter() - self.start_time
-        converged = certificate.certified
-        if not converged and message.startswith("converged"):
+        if not certificate.certified and message.startswith("converged"):
             message = "not converged: " + message
-        if not converged and self.whitening.singular_pull:
+        if not certificate.certified and self.whitening.singular_pull:
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points), where "
                         "impostor multipliers cannot be certified, so the lower bound is weak")
         return FastLMNNResult(
-            metric=M, upper=certificate.upper, lower=certificate.lower,
-            relative_gap=certificate.relative_gap, certified=certificate.certified, converged=converged,
-            status="converged" if converged else "max_iter", message=message, certificate=certificate,
+            certificate=certificate, message=message,
             n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.search.n_searches,
             n_evaluations=self.n_evaluations, n_hessian_products=self.n_hessian_products,
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.core.space import data_range
+from lmnn_sdp.core.space import ReducedSpace, data_range
 
 PULL_FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
-class Whitening:
-    """Whitened inputs of one problem and the maps between metrics.
+class Whitening(ReducedSpace):
+    """Whitened inputs of one problem and the maps between metrics: a ``ReducedSpace``
+    whose ``lift(M_w)`` is ``M = W M_w W^T``.
 
     Attributes
     ----------
@@ -47,20 +48,9 @@ class Whitening:
         Some eigenvalue of the pull matrix on the data range was lifted to the floor.
     """
 
-    inputs: np.ndarray
-    basis: np.ndarray
     inverse: np.ndarray
     pull: np.ndarray
     singular_pull: bool = False
-
-    @property
-    def rank(self) -> int:
-        return self.basis.shape[1]
-
-    def metric(self, M_w: np.ndarray) -> np.ndarray:
-        """``M = W M_w W^T``, shape (d, d), exactly symmetric."""
-        M = self.basis @ M_w @ self.basis.T
-        return (M + M.T) / 2
 
     def whitened(self, M: np.ndarray) -> np.ndarray:
         """``M_w = W^+ M W^{+T}``, shape (r, r): the metric ``M`` (d, d) on the data range."""

@@ -14,7 +14,7 @@ import numpy as np
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 
 __all__ = ["Certificate", "certify"]
@@ -39,10 +39,7 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     if triplets is None:
         clusters = None if clusters is None else check_clusters(problem, clusters)
         M = check_candidate_metric(problem, M, clusters)[0]
-        if clusters is None:
-            owner, metrics = np.zeros(problem.n_samples, np.intp), M[None]
-        else:
-            owner, metrics = clusters, M
+        owner, metrics = cluster_owner(problem, clusters), M if clusters is not None else M[None]
         triplets, multipliers, n_free, _ = complementary_multipliers(
             problem, space, owner, metrics, band, solver, solver_options)
     return prove(problem, M, triplets, multipliers, clusters=clusters, tol=tol, space=space,

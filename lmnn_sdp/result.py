@@ -8,25 +8,24 @@ import numpy as np
 
 from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.space import ReducedSpace
-from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.formulations.clusters import lift_psd, push_out_of_null_spaces
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.formulations.clusters import lift_metrics
 from lmnn_sdp.formulations.sdp import SDPSolution
 
 
-@dataclass
-class SDPResult:
+@dataclass(repr=False)
+class SDPResult(CertifiedResult):
     """An exact solve of LMNN (``clusters`` None) or multi-metric LMNN (sec. 5.2).
 
-    ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,). ``upper`` is the
-    objective at ``metric``, never the solver's value; ``lower``, ``relative_gap``
-    and ``certified`` come from ``certificate`` (the best of ``certificates``);
+    ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,). ``metric``, ``upper`` (the
+    objective at ``metric``, never the solver's value), ``lower``, ``relative_gap`` and
+    ``certified`` come from ``certificate`` (the best of ``certificates``);
     ``status`` is the solver's word, reported, not trusted. ``rounds`` lists the
     constraint-generation rounds; ``timings`` the seconds spent building models
     (``build``) and inside the solver (``solve``)."""
 
-    metric: np.ndarray
-    upper: float
     certificate: Certificate
     certificates: dict  # name -> Certificate, one per way of finding multipliers
     status: str
@@ -43,18 +42,6 @@ class SDPResult:
     def metrics(self) -> np.ndarray:
         """The metrics (C, d, d); ``metrics[c]`` measures distances to points of cluster c."""
         return self.metric if self.clusters is not None else self.metric[None]
-
-    @property
-    def lower(self) -> float:
-        return self.certificate.lower
-
-    @property
-    def relative_gap(self) -> float:
-        return self.certificate.relative_gap
-
-    @property
-    def certified(self) -> bool:
-        return self.certificate.certified
 
     def __repr__(self) -> str:
         clusters = "" if self.clusters is None else f", clusters={len(self.metric)}"
@@ -75,9 +62,8 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
     if not np.all(np.isfinite(solution.metrics_reduced)) or not np.all(np.isfinite(solution.multipliers)):
         raise RuntimeError(f"{solver} returned no usable solution (status "
                            f"{solution.status!r}); try the other solver or solver_options.")
-    owner = cluster_owner(problem, clusters)
-    metrics = push_out_of_null_spaces(problem, space, owner,
-                                      lift_psd(space, solution.metrics_reduced))
+    metrics = lift_metrics(problem, space, cluster_owner(problem, clusters),
+                           solution.metrics_reduced)
     metric = metrics if clusters is not None else metrics[0]
     certificates = {
         "solver multipliers": certify(problem, metric, clusters=clusters, triplets=triplets,
@@ -86,14 +72,8 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
                                            space=space, solver=solver),
     }
     certificate = max(certificates.values(), key=lambda c: c.lower)
-    return SDPResult(metric=certificate.metric, upper=certificate.upper, certificate=certificate,
-                     certificates=certificates, status=solution.status, solver=solver,
+    return SDPResult(certificate=certificate, certificates=certificates, status=solution.status, solver=solver,
                      method=method, n_triplets=len(triplets), triplets=triplets,
                      multipliers=solution.multipliers,
                      timings={"build": solution.build_time, "solve": solution.solve_time},
                      rounds=rounds or [], clusters=clusters)
-
-
-def cluster_owner(problem: LMNNProblem, clusters: np.ndarray | None) -> np.ndarray:
-    """The cluster of each point (n,): all 0 for single-metric LMNN (``clusters`` None)."""
-    return np.zeros(problem.n_samples, np.intp) if clusters is None else clusters

@@ -48,10 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
-from lmnn_sdp.core.space import ReducedSpace, reduced_space
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, triplet_keys
+from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, pull_matrices, reduced_space
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
 from lmnn_sdp.core.psd import check_psd, project_psd
 
 _EPS = np.finfo(float).eps
@@ -118,12 +117,10 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     keep = lam > 0
     t, lam = t[keep], lam[keep]
     check_genuine_triplets(problem, t)
-    owner = (np.zeros(problem.n_samples, np.intp) if clusters is None
-             else check_clusters(problem, clusters))
+    owner = cluster_owner(problem, clusters)
     C, Xr = int(owner.max()) + 1, space.inputs
     n, k = problem.targets.shape
-    A = (1.0 - problem.mu) * cluster_scatter(Xr, owner, np.repeat(np.arange(n), k),
-                                             problem.targets.ravel(), np.ones(n * k), C)
+    A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
     factor = 8 * (2 * n + space.rank + k) * _EPS
     shift = factor * (np.linalg.norm(A, axis=(1, 2)) + _weighted_lengths(Xr, owner, t, lam, C))
     singular = [c for c in range(C) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
@@ -171,27 +168,6 @@ def check_genuine_triplets(problem: LMNNProblem, triplets: np.ndarray) -> None:
         bad = int(order[repeated[0] + 1])
         raise ValueError(f"triplets[{bad}] = {tuple(triplets[bad].tolist())} appears twice; give "
                          "each triplet one multiplier in [0, mu] (add them up and clip).")
-
-
-def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
-                    C: int) -> np.ndarray:
-    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` grouped by the cluster ``owner[b_p]``: (C, r, r)."""
-    if C == 1:
-        return pair_scatter(Xr, a, b, w)[None]
-    group = owner[b]
-    return np.stack([pair_scatter(Xr, a[m], b[m], w[m]) for m in (group == c for c in range(C))])
-
-
-def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` (r, r) for rows ``Xr`` (n, r) through the
-    graph Laplacian, ``Xr^T (Deg - W - W^T) Xr``, formed in the given coordinates (so a
-    well-conditioned space keeps its accuracy)."""
-    n = len(Xr)
-    W = sp.coo_matrix((w, (a, b)), shape=(n, n)).tocsr()
-    W = W + W.T
-    laplacian = sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W
-    S = Xr.T @ (laplacian @ Xr)
-    return (S + S.T) / 2
 
 
 def _weighted_lengths(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,

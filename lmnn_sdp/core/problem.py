@@ -95,9 +95,10 @@ class LMNNProblem:
         With clusters the target term uses ``M_{c(j)}`` and the impostor term ``M_{c(l)}``:
         ``(1-mu) sum D^(x_i, x_j) + mu sum [1 + D^(x_i, x_j) - D^(x_i, x_l)]_+``."""
         metrics, owner = self.metrics(M, clusters)
-        pull = float(np.sum(self._target_distances(metrics, owner)))
+        target_d = self._target_distances(metrics, owner)
         push = sum(float(np.sum(np.maximum(hinge, 0.0)))
-                   for _, hinge in self._hinge_blocks(metrics, owner))
+                   for _, hinge in self._hinge_blocks(metrics, owner, target_d))
+        pull = float(np.sum(target_d))
         return (1.0 - self.mu) * pull + self.mu * push
 
     def pull_matrix(self) -> np.ndarray:
@@ -142,7 +143,7 @@ class LMNNProblem:
             raise ValueError(f"band must be a finite number >= 0, got {band}.")
         metrics, owner = self.metrics(M, clusters)
         found = [np.empty((0, 3), dtype=np.intp)]
-        for rows, hinge in self._hinge_blocks(metrics, owner):
+        for rows, hinge in self._hinge_blocks(metrics, owner, self._target_distances(metrics, owner)):
             b, r, l = np.nonzero(hinge > -band)
             found.append(np.column_stack([rows[b], self.targets[rows[b], r], l]).astype(np.intp))
         return np.concatenate(found)
@@ -166,9 +167,9 @@ class LMNNProblem:
     def metrics(self, M, clusters=None) -> tuple[np.ndarray, np.ndarray]:
         """``(metrics (C, d, d), cluster of each point (n,))``: one metric ``M`` (d, d) and
         one cluster without ``clusters``, else ``M`` (C, d, d) checked against them."""
+        owner = cluster_owner(self, clusters)
         if clusters is None:
-            return self.check_metric(M)[None], np.zeros(self.n_samples, np.intp)
-        owner = check_clusters(self, clusters)
+            return self.check_metric(M)[None], owner
         M = np.asarray(M)
         C = int(owner.max()) + 1
         if M.ndim != 3 or len(M) != C:
@@ -195,16 +196,16 @@ class LMNNProblem:
         V = (self._Xc[:, None, :] - self._Xc[self.targets]).reshape(-1, self.n_features)
         return _quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
-    def _hinge_blocks(self, metrics: np.ndarray,
-                      owner: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _hinge_blocks(self, metrics: np.ndarray, owner: np.ndarray,
+                      target_d: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``(rows, hinge)`` with hinge (b, k, n) = ``1 + D_ij - D_il`` (eq. 14, or
         eq. 16 with column ``l`` measured by ``M_{c(l)}``), and -inf where ``l`` shares
-        the label of ``i`` (so such pairs never count)."""
+        the label of ``i`` (so such pairs never count); ``target_d`` (n, k) are the target
+        distances at the same metrics."""
         Xc, codes, n = self._Xc, self.label_codes, self.n_samples
         sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
         own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
         members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
-        target_d = self._target_distances(metrics, owner)
         block = max(1, BLOCK_BYTES // (8 * n * (self.k + 1)))
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
@@ -451,3 +452,9 @@ def check_clusters(problem: LMNNProblem, clusters) -> np.ndarray:
                          "meaningless; number the clusters 0..C-1 with every index used, "
                          "e.g. np.unique(clusters, return_inverse=True)[1].")
     return c.astype(np.intp)
+
+
+def cluster_owner(problem: LMNNProblem, clusters) -> np.ndarray:
+    """The cluster of each point (n,): all 0 for single-metric LMNN (``clusters`` None),
+    else ``check_clusters``."""
+    return np.zeros(problem.n_samples, np.intp) if clusters is None else check_clusters(problem, clusters)

@@ -1,4 +1,5 @@
-"""The reduced space: the data range, with target distances near 1 (numpy only).
+"""The reduced space: the data range, with target distances near 1, and sums of pair outer
+products formed in it (numpy and scipy only).
 
 ``eps(M)`` sees the inputs only through differences ``x_a - x_b``,
 which lie in the column space of the centred inputs. With an orthonormal basis
@@ -15,17 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from lmnn_sdp.core.problem import LMNNProblem
 
 
 @dataclass(frozen=True)
 class ReducedSpace:
-    """Coordinates ``X_r = X_c @ basis`` (n, r) in which the exact solvers work."""
+    """Coordinates ``X_r = X_c @ basis`` (n, r) of the data range: those of the exact
+    solvers (``reduced_space``) or the fast solver's whitened ones (``fast_solver.whitening``)."""
 
     basis: np.ndarray  # (d, r): M = basis @ M_r @ basis.T
     inputs: np.ndarray  # (n, r)
-    scale: float  # c, with basis = V / c for an orthonormal V
 
     @property
     def rank(self) -> int:
@@ -53,6 +55,34 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     Xc = problem.X_centered
     V = data_range(problem)
     mean_target = np.trace(problem.pull_matrix()) / (problem.n_samples * problem.k)
-    scale = float(np.sqrt(mean_target)) if mean_target > 0 else 1.0
-    basis = V / scale
-    return ReducedSpace(basis=basis, inputs=Xc @ basis, scale=scale)
+    basis = V / (float(np.sqrt(mean_target)) if mean_target > 0 else 1.0)
+    return ReducedSpace(basis=basis, inputs=Xc @ basis)
+
+
+def pull_matrices(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray) -> np.ndarray:
+    """The pull matrices ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` in the coordinates of ``space``,
+    for the cluster ``owner`` (n,) of each point; shape (C, r, r) (C = 1 for LMNN)."""
+    n, k = problem.targets.shape
+    return cluster_scatter(space.inputs, owner, np.repeat(np.arange(n), k),
+                           problem.targets.ravel(), np.ones(n * k), int(owner.max()) + 1)
+
+
+def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+                    C: int) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` grouped by the cluster ``owner[b_p]``: (C, r, r)."""
+    if C == 1:
+        return pair_scatter(Xr, a, b, w)[None]
+    group = owner[b]
+    return np.stack([pair_scatter(Xr, a[m], b[m], w[m]) for m in (group == c for c in range(C))])
+
+
+def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` (r, r) for rows ``Xr`` (n, r) through the
+    graph Laplacian, ``Xr^T (Deg - W - W^T) Xr``, formed in the given coordinates (so a
+    well-conditioned space keeps its accuracy)."""
+    n = len(Xr)
+    W = sp.coo_matrix((w, (a, b)), shape=(n, n)).tocsr()
+    W = W + W.T
+    laplacian = sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W
+    S = Xr.T @ (laplacian @ Xr)
+    return (S + S.T) / 2

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.certificates.bounds import cluster_scatter
 from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
 from lmnn_sdp.core.psd import project_psd
-from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.space import ReducedSpace, pull_matrices
 
 _KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
 
@@ -59,13 +58,6 @@ class ClusterSpaces:
         return np.stack([B @ M @ B.T for B, M in zip(self.bases, restricted)])
 
 
-def reduced_pulls(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray) -> np.ndarray:
-    """The pull matrices ``P_c`` in reduced coordinates, shape (C, r, r)."""
-    n, k = problem.targets.shape
-    return cluster_scatter(space.inputs, clusters, np.repeat(np.arange(n), k),
-                           problem.targets.ravel(), np.ones(n * k), int(clusters.max()) + 1)
-
-
 def cluster_spaces(pulls: np.ndarray, rtol: float = 1e-9) -> ClusterSpaces:
     """Range and null space of each ``P_c`` (C, r, r); eigenvalues below ``rtol * max`` are 0."""
     w, U = np.linalg.eigh(pulls)
@@ -89,11 +81,14 @@ def killable(space: ReducedSpace, cspaces: ClusterSpaces, clusters: np.ndarray,
     return out
 
 
-def lift_psd(space: ReducedSpace, metrics_reduced: np.ndarray) -> np.ndarray:
-    """Reduced metrics (C, r, r), projected onto the PSD cone, as metrics (C, d, d)."""
+def lift_metrics(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
+                 metrics_reduced: np.ndarray) -> np.ndarray:
+    """An SDP's reduced metrics (C, r, r), projected onto the PSD cone and lifted to the
+    inputs, with killable impostors pushed out (``push_out_of_null_spaces``): (C, d, d)."""
     if not np.all(np.isfinite(metrics_reduced)):
         raise RuntimeError("the SDP solver returned no metric; try the other solver.")
-    return np.stack([space.lift(project_psd(M)) for M in metrics_reduced])
+    lifted = np.stack([space.lift(project_psd(M)) for M in metrics_reduced])
+    return push_out_of_null_spaces(problem, space, clusters, lifted)
 
 
 def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
@@ -102,7 +97,7 @@ def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters:
 
     ``t_c`` puts every killable impostor of cluster ``c`` at margin -1 or below;
     nothing else moves (target differences into ``c`` have no component on ``N_c``)."""
-    cspaces = cluster_spaces(reduced_pulls(problem, space, clusters))
+    cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
     out = np.array(metrics, dtype=float)
     for c in cspaces.singular:
         t = _null_scale(problem, space, clusters, metrics, c, cspaces.nulls[c])

@@ -59,12 +59,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.space import ReducedSpace, pull_matrices
 from lmnn_sdp.formulations.clusters import (
     ClusterSpaces,
     cluster_spaces,
     killable,
-    reduced_pulls,
 )
 from lmnn_sdp.formulations.svec import (
     pair_outer_svec,
@@ -264,7 +263,7 @@ def solve_primal(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray
                  solver_options: dict | None = None) -> SDPSolution:
     """Solve ``primal_sdp`` without the killable triplets (their multipliers are 0)."""
     start = time.perf_counter()
-    pulls = reduced_pulls(problem, space, clusters)
+    pulls = pull_matrices(problem, space, clusters)
     cspaces = cluster_spaces(pulls)
     keep = ~killable(space, cspaces, clusters, triplets)
     cvx_problem, m, margins = primal_sdp(space, cspaces, problem.mu, pulls, clusters,
@@ -287,7 +286,7 @@ def solve_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
     """Solve ``dual_sdp`` without the killable triplets; the metrics are the PSD
     constraints' duals, ``beta`` (G,) the groups' weights."""
     start = time.perf_counter()
-    pulls = reduced_pulls(problem, space, clusters)
+    pulls = pull_matrices(problem, space, clusters)
     cspaces = cluster_spaces(pulls)
     keep = ~killable(space, cspaces, clusters, triplets)
     cvx_problem, lam, beta, psd = dual_sdp(space, cspaces, problem.mu, pulls, clusters,
@@ -324,7 +323,7 @@ def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, cluster
     impostors get 0. Returns ``(triplets (T, 3), multipliers (T,), n_free, solution)``;
     ``solution.metrics_reduced`` minimises the lower model of ``aggregated``."""
     near = problem.active_triplets(metrics, band=band, clusters=clusters)
-    cspaces = cluster_spaces(reduced_pulls(problem, space, clusters))
+    cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
     near = near[~killable(space, cspaces, clusters, near)]
     margins = problem.triplet_margins(metrics, near, clusters=clusters)
     active, free = near[margins > band], near[margins <= band]

@@ -50,9 +50,9 @@ from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.core.line_search import segment_search
-from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.result import SDPResult, cluster_owner
-from lmnn_sdp.formulations.clusters import lift_psd, push_out_of_null_spaces
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.formulations.clusters import lift_metrics
+from lmnn_sdp.result import SDPResult
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 from lmnn_sdp.generation.start import starting_metrics
 
@@ -94,7 +94,7 @@ def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABE
         bound = dual_lower_bound(problem, triplets, multipliers, space, owner).lower
         if bound > lower:
             lower, best = bound, (triplets, multipliers)
-        target = push_out_of_null_spaces(problem, space, owner, lift_psd(space, sol.metrics_reduced))
+        target = lift_metrics(problem, space, owner, sol.metrics_reduced)
         step, metrics, upper = segment_search(objective, metrics, upper, target)
         gap = relative_gap(upper, lower)
         rounds.append(AggregatedRound(len(triplets) - n_free, n_free, step, upper, lower, gap,
@@ -109,8 +109,7 @@ def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABE
     certificates = _final_certificates(problem, space, clusters, metric, best, solver, tol)
     certificate = max(certificates.values(), key=lambda c: c.lower)
     triplets, multipliers = best if best is not None else (np.empty((0, 3), np.intp), np.zeros(0))
-    return SDPResult(metric=certificate.metric, upper=certificate.upper, certificate=certificate,
-                     certificates=certificates, status=rounds[-1].status, solver=solver,
+    return SDPResult(certificate=certificate, certificates=certificates, status=rounds[-1].status, solver=solver,
                      method="aggregated", n_triplets=len(triplets), triplets=triplets,
                      multipliers=multipliers, timings={"build": build, "solve": solve},
                      rounds=rounds, clusters=clusters)

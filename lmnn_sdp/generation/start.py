@@ -7,8 +7,7 @@ import numpy as np
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.core.line_search import golden_section
-from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.result import cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.formulations.clusters import push_out_of_null_spaces
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
@@ -74,7 +75,7 @@ class Attempt:
 
 
 @dataclass(frozen=True, repr=False)
-class MMCResult:
+class MMCResult(CertifiedResult):
     """Solution of :func:`solve_mmc`: its certificate plus how it was found.
 
     The vocabulary (``metric``, ``objective``, ``sense``, ``upper``, ``lower``,
@@ -102,36 +103,12 @@ class MMCResult:
     timings: dict
 
     @property
-    def metric(self) -> np.ndarray:
-        return self.certificate.metric
-
-    @property
     def objective(self) -> float:
         return self.certificate.objective
 
     @property
     def sense(self) -> str:
         return self.certificate.sense
-
-    @property
-    def upper(self) -> float:
-        return self.certificate.upper
-
-    @property
-    def lower(self) -> float:
-        return self.certificate.lower
-
-    @property
-    def relative_gap(self) -> float:
-        return self.certificate.relative_gap
-
-    @property
-    def certified(self) -> bool:
-        return self.certificate.certified
-
-    @property
-    def tol(self) -> float:
-        return self.certificate.tol
 
     def __repr__(self) -> str:
         return (f"MMCResult({self.certificate.summary()}, status={self.status!r}, "

@@ -40,7 +40,7 @@ def brute_force(problem, M, gamma):
 def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
     problem, whitening, objective, L = setting
     ev = objective.evaluate(L, gamma)
-    value, eq14, lam, Z, t, h = brute_force(problem, whitening.metric(L.T @ L), gamma)
+    value, eq14, lam, Z, t, h = brute_force(problem, whitening.lift(L.T @ L), gamma)
     assert ev.value == pytest.approx(value, rel=1e-12)
     assert ev.objective == pytest.approx(eq14, rel=1e-12)
     assert ev.multiplier_sum == pytest.approx(lam.sum(), rel=1e-12)

@@ -21,7 +21,7 @@ def test_whitened_pull_is_the_identity_and_distances_are_kept(wine):
     np.testing.assert_allclose(w.pull, np.eye(w.rank), atol=1e-9)
     M_w = np.random.default_rng(0).normal(size=(w.rank, w.rank))
     M_w = M_w @ M_w.T
-    M = w.metric(M_w)
+    M = w.lift(M_w)
     np.testing.assert_allclose(w.whitened(M), M_w, rtol=1e-8, atol=1e-8 * np.abs(M_w).max())
     i, j = wine.targets[:, 0], np.arange(wine.n_samples)
     diff_w, diff = w.inputs[i] - w.inputs[j], wine.X_centered[i] - wine.X_centered[j]

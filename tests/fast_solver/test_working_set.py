@@ -12,7 +12,7 @@ from lmnn_sdp.core.problem import LMNNProblem
 
 def _active_in_set(problem, whitening, ws, L):
     """The active triplets of eq. 14 at L (brute force) and whether each is in the set."""
-    active = problem.active_triplets(whitening.metric(L.T @ L))
+    active = problem.active_triplets(whitening.lift(L.T @ L))
     keys = set(zip(ws.owner.tolist(), ws.impostors.tolist()))
     return active, [(i, l) in keys for i, _, l in active.tolist()]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import lmnn_sdp.core.problem as problem_module
-from lmnn_sdp.certificates.bounds import pair_scatter
+from lmnn_sdp.core.space import pair_scatter
 from lmnn_sdp.core.problem import LMNNProblem
 
 
