@@ -42,8 +42,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
-from lmnn_sdp.core.psd import check_psd, psd_factor
-from lmnn_sdp.core.problem import LMNNProblem
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
@@ -54,15 +52,18 @@ _MIN_CHUNK = 1 << 11
 _POOL = None  # (pid, executor) of _thread_pool
 
 
-def transformed_inputs(problem: LMNNProblem, M: np.ndarray) -> np.ndarray:
-    """Centred inputs (``problem.X_centered``) mapped by ``L`` with ``L^T L = M`` (eq. 2), shape (n, rank(M))."""
-    return map_rows(problem.X_centered, psd_factor(M, rtol=1e-12))
-
-
 def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
     """``X L^T`` for ``X`` (n, d) and ``L`` (r, d), shape (n, r), in row chunks on threads."""
     out = np.empty((len(X), len(L)))
     in_chunks(len(X), lambda start, stop: np.matmul(X[start:stop], L.T, out=out[start:stop]))
+    return out
+
+
+def map_clusters(X: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """``X[c] L[c]^T`` for every cluster ``c``: ``X`` (C, n, r) and ``L`` (C, s, r) give (C, n, s)."""
+    out = np.empty((len(X), X.shape[1], L.shape[1]))
+    for Xc, Lc, out_c in zip(X, L, out):
+        in_chunks(len(Xc), lambda start, stop: np.matmul(Xc[start:stop], Lc.T, out=out_c[start:stop]))
     return out
 
 
@@ -94,6 +95,18 @@ def pair_distances(Z: np.ndarray, i: np.ndarray, l: np.ndarray) -> np.ndarray:
     return out
 
 
+def cluster_pair_distances(Z: np.ndarray, clusters: np.ndarray, i: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """``pair_distances`` with each pair measured in the coordinates ``Z[c(l)]`` (eq. 16):
+    ``Z`` (C, n, r), ``clusters`` (n,); shape (P,)."""
+    if len(Z) == 1:
+        return pair_distances(Z[0], i, l)
+    out = np.empty(len(i))
+    for c, Zc in enumerate(Z):
+        mine = clusters[l] == c
+        out[mine] = pair_distances(Zc, i[mine], l[mine])
+    return out
+
+
 def in_chunks(size: int, fill) -> None:
     """``fill(start, stop)`` over chunks covering ``range(size)`` on ``SEARCH_THREADS``
     threads (numpy releases the GIL in its gathers and products): at most
@@ -116,8 +129,23 @@ def _thread_pool() -> ThreadPoolExecutor:
     return _POOL[1]
 
 
+def cluster_impostor_pairs(Z: np.ndarray, clusters: np.ndarray, codes: np.ndarray, radius: np.ndarray,
+                           method: str = "auto", searched=None):
+    """``impostor_pairs`` with each candidate ``l`` measured in its cluster's coordinates
+    ``Z[c(l)]`` (eq. 16): ``Z`` (C, n, r), ``clusters`` (n,); one search per cluster over
+    its own members as impostors."""
+    if len(Z) == 1:
+        return impostor_pairs(Z[0], codes, radius, method, searched)
+    parts = [impostor_pairs(Zc, codes, radius, method, searched, columns=clusters == c)
+             for c, Zc in enumerate(Z)]
+    i, l, dist = (np.concatenate(part) for part in zip(*parts))
+    order = np.lexsort((l, i))
+    return i[order], l[order], dist[order]
+
+
 def impostor_pairs(
-    Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto", searched=None
+    Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto", searched=None,
+    columns=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All pairs ``(i, l)`` with ``codes[l] != codes[i]`` and ``|z_i - z_l|^2 < radius[i]``.
 
@@ -132,6 +160,8 @@ def impostor_pairs(
     method : {"auto", "blockwise", "balltree"}
     searched : ndarray of bool, shape (n,), optional
         Search only the points ``i`` where this is true (default: all).
+    columns : ndarray of bool, shape (n,), optional
+        Only the points ``l`` where this is true are candidates (default: all).
 
     Returns
     -------
@@ -142,9 +172,10 @@ def impostor_pairs(
     """
     method = choose_search_method(Z.shape[1], method)
     search = _balltree_candidates if method == "balltree" else _blockwise_candidates
-    if searched is None:
-        searched = np.ones(len(Z), dtype=bool)
-    i, l = search(Z, codes, radius, np.asarray(searched, dtype=bool))
+    everyone = np.ones(len(Z), dtype=bool)
+    searched = everyone if searched is None else np.asarray(searched, dtype=bool)
+    columns = everyone if columns is None else np.asarray(columns, dtype=bool)
+    i, l = search(Z, codes, radius, searched, columns)
     dist = pair_distances(Z, i, l)
     keep = dist < radius[i]
     i, l, dist = i[keep], l[keep], dist[keep]
@@ -161,7 +192,7 @@ def choose_search_method(rank: int, method: str = "auto") -> str:
     return "balltree" if rank <= BALLTREE_MAX_RANK else "blockwise"
 
 
-def _blockwise_candidates(Z, codes, radius, searched):
+def _blockwise_candidates(Z, codes, radius, searched, columns):
     """Candidate pairs from single-precision Gram-matrix distances, one class at a time.
 
     ``[z_i, 1] . [-2 z_l, |z_l|^2] = D(i, l) - |z_i|^2`` is one float32 GEMM per
@@ -175,7 +206,9 @@ def _blockwise_candidates(Z, codes, radius, searched):
 
     def one_class(c):
         members = np.flatnonzero((codes == c) & searched)
-        others = np.flatnonzero(codes != c)
+        others = np.flatnonzero((codes != c) & columns)
+        if len(others) == 0:
+            return _concatenate([]), _concatenate([])
         cols = np.ascontiguousarray(cols_aug[others].T)
         col_norm = float(np.sqrt(4.0 * sq[others] + sq[others] ** 2).max())
         block = max(1, _BLOCK_BYTES // (4 * max(len(others), 1)))
@@ -211,20 +244,20 @@ def _below(values: np.ndarray, threshold: np.ndarray, flags: np.ndarray):
     return np.divmod(words[word] * 8 + bit, m)
 
 
-def _balltree_candidates(Z, codes, radius, searched):
+def _balltree_candidates(Z, codes, radius, searched, columns):
     """Candidate pairs from one ball tree per class and per-point radius queries (sec. 6.2)."""
     reach = np.sqrt(radius) * (1 + 1e-9) + 1e-12
 
     def one_class(c):
-        members = np.flatnonzero(codes == c)
+        members = np.flatnonzero((codes == c) & columns)
         others = np.flatnonzero((codes != c) & searched)
-        if len(others) == 0:
+        if len(others) == 0 or len(members) == 0:
             return _concatenate([]), _concatenate([])
         hits = BallTree(Z[members]).query_radius(Z[others], r=reach[others])
         counts = np.fromiter((len(h) for h in hits), dtype=np.intp, count=len(hits))
         return np.repeat(others, counts), members[_concatenate(list(hits))]
 
-    return _gather(_per_class(one_class, np.unique(codes)))
+    return _gather(_per_class(one_class, np.unique(codes[columns])))
 
 
 def _per_class(one_class, classes):
@@ -249,9 +282,3 @@ def check_band(band) -> float:
     if not np.isfinite(band) or band < 0:
         raise ValueError(f"band must be a finite number >= 0, got {band}.")
     return band
-
-
-def check_psd_metric(problem: LMNNProblem, M) -> np.ndarray:
-    """``M`` as a symmetric (d, d) float array, or a ValueError unless finite and PSD up to
-    rounding (``lmnn_sdp.core.psd.check_psd``)."""
-    return check_psd(problem.check_metric(M))[0]

@@ -1,5 +1,9 @@
 """Compiled loops over target pairs, impostor pairs and triplets (numba, parallel over points).
 
+Points live in the coordinates of every cluster's metric: ``Z`` (C, n, r), and the
+distance to point ``b`` is measured in its cluster's, ``|Z[c(b), a] - Z[c(b), b]|^2``
+(eq. 16; LMNN is ``C = 1``).
+
 Each kernel walks one point's rows at a time, so threads never write the same
 output row; none allocates more than its outputs. ``fast_solver.smoothed`` wraps
 them; the formulas they compute are written out there and tested against
@@ -13,34 +17,36 @@ from numba import njit, prange
 
 
 @njit(parallel=True, cache=True)
-def target_distances(Z, targets):  # pragma: no cover - compiled
-    """``|z_i - z_j|^2`` for every target pair, shape (n, k)."""
+def target_distances(Z, targets, clusters):  # pragma: no cover - compiled
+    """``|z_i - z_j|^2`` in the coordinates of ``j``'s cluster for every target pair, shape (n, k)."""
     n, k = targets.shape
-    r = Z.shape[1]
+    r = Z.shape[2]
     out = np.empty((n, k))
     for i in prange(n):
         for a in range(k):
             j = targets[i, a]
+            g = clusters[j]
             s = 0.0
             for c in range(r):
-                d = Z[i, c] - Z[j, c]
+                d = Z[g, i, c] - Z[g, j, c]
                 s += d * d
             out[i, a] = s
     return out
 
 
 @njit(parallel=True, cache=True)
-def smoothed_hinge(Z, target_d, ptr, impostors, gamma, mu, target_w, pair_w, pair_d, transition):  # pragma: no cover
+def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, target_w, pair_w, pair_d,
+                   transition):  # pragma: no cover
     """The smoothed hinge of every working-set triplet ``(i, rank, l)``.
 
     Point ``i`` owns pairs ``ptr[i]:ptr[i+1]`` with impostors ``impostors[p]``.
     Writes the multipliers ``lambda = mu s'(h)`` summed per target pair into
     ``target_w`` (n, k) and, negated, per impostor pair into ``pair_w`` (P,); the
-    pair distances into ``pair_d`` (P,); ``0 < h < gamma`` into ``transition`` (P, k).
+    pair distances (in the coordinates of ``l``'s cluster) into ``pair_d`` (P,); ``0 < h < gamma`` into ``transition`` (P, k).
     Returns per-point sums (n, 6): smoothed hinge, hinge ``[h]_+``, multipliers,
     complementarity ``(mu - lambda) h`` over ``h > 0``, active and transition counts."""
     n, k = target_d.shape
-    r = Z.shape[1]
+    r = Z.shape[2]
     sums = np.zeros((n, 6))
     for i in prange(n):
         smooth = 0.0
@@ -53,9 +59,10 @@ def smoothed_hinge(Z, target_d, ptr, impostors, gamma, mu, target_w, pair_w, pai
             target_w[i, a] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
             l = impostors[p]
+            g = clusters[l]
             s = 0.0
             for c in range(r):
-                d = Z[i, c] - Z[l, c]
+                d = Z[g, i, c] - Z[g, l, c]
                 s += d * d
             pair_d[p] = s
             w = 0.0
@@ -105,16 +112,19 @@ def laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - c
 
 
 @njit(parallel=True, cache=True)
-def triplet_products(Z, Y, i, j, l):  # pragma: no cover - compiled
-    """``(z_i - z_j).(y_i - y_j) - (z_i - z_l).(y_i - y_l)`` per triplet, shape (m,)."""
+def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
+    """``(z_i - z_j).(y_i - y_j) - (z_i - z_l).(y_i - y_l)`` per triplet, shape (m,), the
+    first product in the coordinates of ``j``'s cluster, the second in ``l``'s."""
     m = len(i)
-    r = Z.shape[1]
+    r = Z.shape[2]
     out = np.empty(m)
     for t in prange(m):
         a, b, c_ = i[t], j[t], l[t]
+        gb, gl = clusters[b], clusters[c_]
         s = 0.0
         for c in range(r):
-            s += (Z[a, c] - Z[b, c]) * (Y[a, c] - Y[b, c]) - (Z[a, c] - Z[c_, c]) * (Y[a, c] - Y[c_, c])
+            s += ((Z[gb, a, c] - Z[gb, b, c]) * (Y[gb, a, c] - Y[gb, b, c])
+                  - (Z[gl, a, c] - Z[gl, c_, c]) * (Y[gl, a, c] - Y[gl, c_, c]))
         out[t] = s
     return out
 

@@ -35,7 +35,8 @@ class Stage:
 class FastLMNNResult(CertifiedResult):
     """A fast solve and the proof of how good it is; nothing is printed.
 
-    ``metric`` (the learned PSD ``M``, (d, d)), ``upper`` (eq. 14 at it), ``lower`` (a
+    ``metric`` (the learned PSD ``M``, (d, d), or one per cluster (C, d, d) for
+    multi-metric LMNN), ``upper`` (eq. 14 or eq. 16 at it), ``lower`` (a
     rigorous lower bound on the optimum), ``relative_gap``, ``certified`` and ``tol``
     are those of ``certificate``; ``converged`` is ``certified`` (the solver says
     converged only when it proved it) and ``status`` is "converged" or "max_iter".
@@ -82,8 +83,16 @@ class FastLMNNResult(CertifiedResult):
         return "converged" if self.certified else "max_iter"
 
     @property
+    def clusters(self) -> np.ndarray | None:
+        """Cluster of each point (n,) for multi-metric LMNN, else None."""
+        return self.certificate.clusters
+
+    @property
     def components(self) -> np.ndarray:
-        """``L`` (d, d) with ``L^T L = metric``, rows by decreasing eigenvalue (eq. 2)."""
+        """``L`` (d, d) with ``L^T L = metric``, rows by decreasing eigenvalue (eq. 2);
+        (C, d, d), one per cluster, for multi-metric LMNN."""
+        if self.metric.ndim == 3:
+            return np.stack([psd_factor(m) for m in self.metric])
         return psd_factor(self.metric)
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""eq. 14 with a smoothed hinge on a working set, as a function of ``L`` (``M_w = L^T L``).
+"""eq. 14 (or eq. 16) with a smoothed hinge on a working set, as a function of ``L`` (``M_w = L^T L``).
 
 On whitened inputs ``x_w`` (``fast_solver.whitening``) and a working set of
 impostor pairs ``(i, l)``, each standing for the ``k`` triplets ``(i, j, l)``,
@@ -20,6 +20,13 @@ cone. In ``L`` the gradient is ``2 L G``, and the Hessian applied to a direction
 ``V`` (r, r) is ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L>
 (C_ij - C_il)`` over the triplets in transition (``0 < h_t < gamma``).
 
+With one metric per cluster (sec. 5.2, eq. 16) ``L`` is (C, r, r), each ``L_c`` acting
+on cluster ``c``'s whitened coordinates, the distance to point ``b`` is measured by
+``M_{c(b)}``, and each term above lands in the cluster of its second point:
+``G_c = (1-mu) P_c + sum_t lambda_t (C_ij [c(j)=c] - C_il [c(l)=c])``, gradient
+``2 L_c G_c``, and the Hessian couples ``L_{c(j)}`` and ``L_{c(l)}`` through the
+triplets in transition. LMNN is the case ``C = 1``.
+
 Every matrix sum over pairs goes through a graph Laplacian,
 ``sum_p w_p (x_a - x_b)(x_a - x_b)^T = X^T (Lap_w X)`` (``PairGraph``), whose rows
 are formed by a compiled loop per point (``fast_solver.kernels``); memory grows
@@ -33,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver import kernels
-from fast_solver.impostors import cross_product, map_rows
-from fast_solver.whitening import Whitening
+from fast_solver.impostors import cross_product, map_clusters
+from fast_solver.whitening import ClusterWhitening
 
 
 class PairGraph:
@@ -53,6 +60,23 @@ class PairGraph:
         Y = kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
         S = cross_product(X, Y)
         return (S + S.T) / 2
+
+
+class ClusterGraphs:
+    """Pairs ``(a_p, b_p)`` grouped by the cluster of ``b_p``: one ``PairGraph`` each."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, clusters: np.ndarray, n_clusters: int):
+        n = len(clusters)
+        if n_clusters == 1:
+            self.groups = [(slice(None), PairGraph(a, b, n))]
+        else:
+            which = clusters[b]
+            self.groups = [(m, PairGraph(a[m], b[m], n))
+                           for m in (np.flatnonzero(which == c) for c in range(n_clusters))]
+
+    def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]`` (C, n, r); (C, r, r)."""
+        return np.stack([graph.scatter(weights[m], Xc) for (m, graph), Xc in zip(self.groups, X)])
 
 
 @dataclass
@@ -84,7 +108,7 @@ class WorkingSet:
 
 @dataclass
 class Evaluation:
-    """``F_gamma`` and what comes with it at one ``L`` (r, r)."""
+    """``F_gamma`` and what comes with it at one ``L`` (C, r, r)."""
 
     L: np.ndarray
     gamma: float
@@ -94,8 +118,8 @@ class Evaluation:
     complementarity: float  # sum_{h_t > 0} (mu - lambda_t) h_t
     n_active: int
     n_transition: int
-    dual_matrix: np.ndarray  # G (r, r)
-    gradient: np.ndarray  # 2 L G (r, r)
+    dual_matrix: np.ndarray  # G (C, r, r)
+    gradient: np.ndarray  # 2 L G (C, r, r)
 
 
 class SmoothedObjective:
@@ -103,21 +127,24 @@ class SmoothedObjective:
 
     Parameters
     ----------
-    whitening : Whitening
+    whitening : ClusterWhitening
     targets : ndarray of int, shape (n, k)
     mu : float
     working_set : WorkingSet
     """
 
-    def __init__(self, whitening: Whitening, targets: np.ndarray, mu: float, working_set: WorkingSet):
+    def __init__(self, whitening: ClusterWhitening, targets: np.ndarray, mu: float,
+                 working_set: WorkingSet):
         self.X = whitening.inputs
+        self.clusters = whitening.clusters
         self.targets = np.ascontiguousarray(targets, dtype=np.intp)
         self.mu = float(mu)
         self.ws = working_set
         n, k = self.targets.shape
         P = len(working_set)
-        self.graph = PairGraph(np.concatenate([np.repeat(np.arange(n), k), working_set.owner]),
-                               np.concatenate([self.targets.ravel(), working_set.impostors]), n)
+        self.graphs = ClusterGraphs(np.concatenate([np.repeat(np.arange(n), k), working_set.owner]),
+                                    np.concatenate([self.targets.ravel(), working_set.impostors]),
+                                    self.clusters, len(self.X))
         self.target_w = np.empty((n, k))
         self.pair_w = np.empty(P)
         self.pair_d = np.empty(P)
@@ -127,43 +154,44 @@ class SmoothedObjective:
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
-        """``F_gamma``, its gradient and multipliers at ``L`` (r, r); keeps the state for
+        """``F_gamma``, its gradient and multipliers at ``L`` (C, r, r); keeps the state for
         ``hessian_product`` and ``multipliers``."""
         self.n_evaluations += 1
-        Z = map_rows(self.X, L)
-        target_d = kernels.target_distances(Z, self.targets)
-        sums = kernels.smoothed_hinge(Z, target_d, self.ws.ptr, self.ws.impostors, gamma, self.mu,
-                                      self.target_w, self.pair_w, self.pair_d, self.transition)
+        Z = map_clusters(self.X, L)
+        target_d = kernels.target_distances(Z, self.targets, self.clusters)
+        sums = kernels.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
+                                      self.mu, self.target_w, self.pair_w, self.pair_d, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
-        G = self.graph.scatter(weights, self.X)
+        G = self.graphs.scatter(weights, self.X)
         self.Z, self.target_d, self._transition_graph = Z, target_d, None
         self.current = Evaluation(
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
             objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
             complementarity=float(comp), n_active=int(active), n_transition=int(transition),
-            dual_matrix=G, gradient=2.0 * L @ G)
+            dual_matrix=G, gradient=2.0 * np.matmul(L, G))
         return self.current
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
-        """``2 V G + 2 L S(V)`` (r, r) at the last evaluated point (module docstring)."""
+        """``2 V G + 2 L S(V)`` (C, r, r) at the last evaluated point (module docstring)."""
         self.n_hessian_products += 1
         ev = self.current
-        out = 2.0 * V @ ev.dual_matrix
+        out = 2.0 * np.matmul(V, ev.dual_matrix)
         if ev.n_transition == 0:
             return out
         if self._transition_graph is None:
             pair, rank = np.nonzero(self.transition)
             t = self.ws.triplets(self.targets, pair, rank)
             self._transition = t
-            self._transition_graph = PairGraph(np.concatenate([t[:, 0], t[:, 0]]),
-                                               np.concatenate([t[:, 1], t[:, 2]]), len(self.X))
+            self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
+                                                   np.concatenate([t[:, 1], t[:, 2]]),
+                                                   self.clusters, len(self.X))
         t = self._transition
-        c = kernels.triplet_products(self.Z, map_rows(self.X, V), t[:, 0], t[:, 1], t[:, 2])
+        c = kernels.triplet_products(self.Z, map_clusters(self.X, V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
-        return out + 2.0 * ev.L @ S
+        return out + 2.0 * np.matmul(ev.L, S)
 
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
         """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""

@@ -1,7 +1,12 @@
 """The scalable LMNN solver: smoothed-hinge continuation with a certified stop.
 
 One algorithm and one stopping rule at every size (DESIGN.md, "One path at
-every size"); size only picks block sizes and threads.
+every size"); size only picks block sizes and threads. It solves eq. 14 and,
+with ``clusters``, multi-metric LMNN (sec. 5.2, eq. 16: one metric per cluster,
+the distance to a point measured by its cluster's metric); LMNN is the case of
+one cluster, so both run the same code, every step below applied per cluster
+(``L`` is (C, r, r), and the bound's scale into the dual cone is the smallest
+over the clusters).
 
 1. **Coordinates.** The data range whitened by the pull matrix
    (``fast_solver.whitening``): the problem and every step are the same for any
@@ -89,16 +94,16 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from fast_solver import trust_region
-from fast_solver.impostors import SEARCH_METHODS, check_band, check_psd_metric
+from fast_solver.impostors import SEARCH_METHODS, check_band
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.smoothed import Evaluation, SmoothedObjective
 from fast_solver.start import best_scale
-from fast_solver.whitening import Whitening, whiten
+from fast_solver.whitening import ClusterWhitening, whiten_clusters
 from fast_solver.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
-from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.core.psd import project_psd, psd_factor
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
@@ -113,6 +118,7 @@ def solve(
     problem: LMNNProblem,
     M0=None,
     *,
+    clusters=None,
     tol: float = 1e-6,
     max_iter: int = 1000,
     band: float = 0.5,
@@ -125,10 +131,16 @@ def solve(
     Parameters
     ----------
     problem : LMNNProblem
-    M0 : array-like of shape (d, d), optional
-        PSD starting metric, the Euclidean one by default, rescaled by its best
-        multiple on a sample (``fast_solver.start``). Letters, 16,000 rows: 4.0 s
-        from the Euclidean metric against 4.8 s from the whitened identity.
+    M0 : array-like of shape (d, d) or (C, d, d), optional
+        PSD starting metric(s). For LMNN the Euclidean one by default, rescaled by
+        its best multiple on a sample (``fast_solver.start``; letters, 16,000 rows:
+        4.0 s from the Euclidean metric against 4.8 s from the whitened identity).
+        With ``clusters``, every cluster starts at ``M0`` as given (one metric for
+        all, or one each), by default at the LMNN optimum of the same problem
+        (sec. 5.2; a solve of its own, with the same options).
+    clusters : array-like of int, shape (n,), optional
+        Cluster of each point (``0..C-1``, every cluster used): one metric per
+        cluster (multi-metric LMNN, eq. 16). ``None`` solves LMNN.
     tol : float
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
     max_iter : int
@@ -148,8 +160,10 @@ def solve(
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
+    if clusters is not None and M0 is None:
+        M0 = solve(problem, tol=tol, max_iter=max_iter, band=band, search=search).metric
     with threadpool_limits(1, user_api="blas"):
-        run = _Run(problem, band, search, tol)
+        run = _Run(problem, clusters, band, search, tol)
         return run.solve(_start(problem, run.whitening, M0), max_iter, callback, progress)
 
 
@@ -158,7 +172,7 @@ class _Candidate:
     """A bound and its evidence: a metric (upper) or multipliers (lower)."""
 
     value: float
-    metric: np.ndarray | None = None  # M_w (r, r)
+    metric: np.ndarray | None = None  # M_w (C, r, r)
     triplets: np.ndarray | None = None  # (T, 3)
     multipliers: np.ndarray | None = None  # (T,)
 
@@ -166,10 +180,13 @@ class _Candidate:
 class _Run:
     """State of one solve: whitened space, searches, bounds found so far, counters."""
 
-    def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float):
+    def __init__(self, problem: LMNNProblem, clusters, band: float, search: str, tol: float):
         self.problem, self.tol = problem, tol
-        self.whitening: Whitening = whiten(problem)
-        self.search = ExactSearch(self.whitening.inputs, problem.targets, problem.label_codes, band, search)
+        self.clusters = None if clusters is None else cluster_owner(problem, clusters)
+        self.whitening: ClusterWhitening = whiten_clusters(problem, cluster_owner(problem, clusters))
+        self.pull = self.whitening.pull
+        self.search = ExactSearch(self.whitening.inputs, self.whitening.clusters, problem.targets,
+                                  problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
         self.stages: list[Stage] = []
@@ -188,13 +205,13 @@ class _Run:
                 objective, L, nit, stop = self._stage(objective, L, gamma, max_iter, bar)
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
-                M_g = L.T @ L
+                M_g = _gram(L)
                 objective, ev_g = self._exact_value(L, gamma)
                 self._offer_upper(objective, ev_g, M_g)
                 extrapolated = previous is not None
                 if extrapolated:
-                    M_0 = project_psd(M_g + gamma * (M_g - previous[1]) / (previous[0] - gamma))
-                    at_0, ev_0 = self._exact_value(psd_factor(M_0), gamma)
+                    M_0 = _project(M_g + gamma * (M_g - previous[1]) / (previous[0] - gamma))
+                    at_0, ev_0 = self._exact_value(_factor(M_0), gamma)
                     self._offer_upper(at_0, ev_0, M_0)
                     extrapolated = ev_0.objective < ev_g.objective
                     if extrapolated:
@@ -207,7 +224,7 @@ class _Run:
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
                     new_gamma = gamma * SHRINK
                     if extrapolated:  # start on the extrapolated line, at the next gamma
-                        L = psd_factor(M_0 + new_gamma * (M_g - M_0) / gamma)
+                        L = _factor(M_0 + new_gamma * (M_g - M_0) / gamma)
                     previous, gamma = (gamma, M_g), new_gamma
         finally:
             bar.close()
@@ -242,10 +259,10 @@ class _Run:
     def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar):
         """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5)."""
         tic = time.perf_counter()
-        r = L.shape[0]
+        shape = L.shape
 
         def fun(x):
-            ev = objective.evaluate(x.reshape(r, r), gamma)
+            ev = objective.evaluate(x.reshape(shape), gamma)
             return ev.value, ev.gradient.ravel()
 
         saddle, stale = [0], [False]
@@ -259,7 +276,7 @@ class _Run:
                 return True
             if relative_gap(min(self.upper.value, ev.objective), bound) <= self.tol:
                 return True  # with the best metric so far, the bound may already prove tol
-            if self.search.drift(ev.L.T @ ev.L) > STALE_DRIFT:
+            if self.search.drift(_gram(ev.L)) > STALE_DRIFT:
                 stale[0] = True
                 return True
             # the scaling into the dual cone loses most of the gap, iteration after iteration
@@ -267,7 +284,7 @@ class _Run:
             return saddle[0] >= SADDLE_PATIENCE
 
         result = trust_region.minimize(
-            fun, lambda v: objective.hessian_product(v.reshape(r, r)).ravel(), L.ravel(),
+            fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), L.ravel(),
             radius=INITIAL_RADIUS * np.linalg.norm(L), max_iter=budget, stop=stop,
             max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x))
         self.n_iter += result.nit
@@ -280,7 +297,7 @@ class _Run:
             reason = "stale"
         elif reason == "stop" and saddle[0] >= SADDLE_PATIENCE:
             reason = "saddle"
-        return result.x.reshape(r, r), result.nit, reason
+        return result.x.reshape(shape), result.nit, reason
 
     def _renew(self, L: np.ndarray) -> SmoothedObjective:
         """Exact search at ``L`` and the smoothed objective on the renewed working set."""
@@ -291,8 +308,10 @@ class _Run:
 
     # -- bounds ---------------------------------------------------------------
     def _scaled_bound(self, ev: Evaluation) -> float:
-        """``alpha sum(lambda)`` in whitened coordinates: the estimate that steers the stages."""
-        return _feasible_scale(self.problem.mu, self.whitening.pull, ev.dual_matrix) * ev.multiplier_sum
+        """``alpha sum(lambda)`` in whitened coordinates, ``alpha`` the smallest over the
+        clusters: the estimate that steers the stages."""
+        alpha = min(map(lambda P, G: _feasible_scale(self.problem.mu, P, G), self.pull, ev.dual_matrix))
+        return alpha * ev.multiplier_sum
 
     def _offer_lower(self, objective: SmoothedObjective, ev: Evaluation) -> None:
         estimate = self._scaled_bound(ev)
@@ -314,11 +333,15 @@ class _Run:
 
         The upper bound is eq. 14 at the best metric as evaluated right after an
         exact search (every active triplet in the set, distances in the whitened
-        space, where they equal those of the inputs up to rounding)."""
+        space, where they equal those of the inputs up to rounding). LMNN is proved
+        in the whitened coordinates, multi-metric LMNN in ``lmnn_sdp``'s reduced space."""
         tic = time.perf_counter()
-        self.certificate = prove(self.problem, self.whitening.lift(self.upper.metric),
-                                 self.lower.triplets, self.lower.multipliers, tol=self.tol,
-                                 space=self.whitening, upper=self.upper.value)
+        metrics = self.whitening.lift(self.upper.metric)
+        single = self.clusters is None
+        self.certificate = prove(self.problem, metrics[0] if single else metrics,
+                                 self.lower.triplets, self.lower.multipliers, clusters=self.clusters,
+                                 tol=self.tol, space=self.whitening.spaces[0] if single else None,
+                                 upper=self.upper.value)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
@@ -360,13 +383,13 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
     gradient ``2 L G`` vanishes along them and Newton's method on ``L`` can stop
     (the trust region sees no decrease). ``F_gamma`` is convex in ``M``, so the
     best ``t >= 0`` on the ray is found by doubling, then a bounded Brent search."""
-    D = project_psd(-objective.evaluate(L, gamma).dual_matrix)
+    D = _project(-objective.evaluate(L, gamma).dual_matrix)
     if not D.any():
         return L
-    M = L.T @ L
+    M = _gram(L)
 
     def along(t: float) -> float:
-        return objective.evaluate(psd_factor(M + t * D), gamma).value
+        return objective.evaluate(_factor(M + t * D), gamma).value
 
     t = max(np.linalg.norm(M), 1.0) / np.linalg.norm(D) * 1e-3
     base, value = along(0.0), along(t)
@@ -376,7 +399,7 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
         t, value = 2 * t, along(2 * t)
     best = scipy.optimize.minimize_scalar(along, bounds=(0.0, 2 * t), method="bounded",
                                           options={"xatol": 1e-6 * t})
-    return psd_factor(M + best.x * D) if best.fun < base else L
+    return _factor(M + best.x * D) if best.fun < base else L
 
 
 def _feasible_scale(mu: float, pull: np.ndarray, G: np.ndarray) -> float:
@@ -389,12 +412,38 @@ def _feasible_scale(mu: float, pull: np.ndarray, G: np.ndarray) -> float:
     return largest_feasible_scale(A, A - G)
 
 
-def _start(problem: LMNNProblem, whitening: Whitening, M0) -> np.ndarray:
-    """Square ``L`` of the starting metric in whitened coordinates."""
-    M0 = np.eye(problem.n_features) if M0 is None else check_psd_metric(problem, M0)
-    if not M0.any():
-        raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
-    return psd_factor(whitening.whitened(best_scale(problem, M0) * M0))
+def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
+    """``L`` (C, r, r) of the starting metrics in whitened coordinates (``solve``'s ``M0``)."""
+    C = whitening.n_clusters
+    if M0 is None:
+        M0 = np.eye(problem.n_features)
+    M0 = np.asarray(M0)
+    if M0.ndim == 3 and len(M0) != C:
+        raise ValueError(f"M0 has {len(M0)} metrics for {C} clusters; give one metric (d, d) "
+                         f"or one per cluster ({C}, {problem.n_features}, {problem.n_features}).")
+    M0 = np.broadcast_to(M0, (C, *M0.shape[-2:]))
+    checked = []
+    for c, M in enumerate(M0):
+        M = check_psd(problem.check_metric(M), "M0" if C == 1 else f"M0[{c}]")[0]
+        if not M.any():
+            raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
+        checked.append(best_scale(problem, M) * M if C == 1 else M)
+    return _factor(whitening.whitened(np.stack(checked)))
+
+
+def _gram(L: np.ndarray) -> np.ndarray:
+    """``L_c^T L_c`` for every cluster: (C, r, r)."""
+    return np.matmul(L.transpose(0, 2, 1), L)
+
+
+def _factor(M: np.ndarray) -> np.ndarray:
+    """Square factors ``L_c`` of ``P_S(M_c)`` for every cluster: (C, r, r)."""
+    return np.stack([psd_factor(m) for m in M])
+
+
+def _project(M: np.ndarray) -> np.ndarray:
+    """``P_S(M_c)`` for every cluster: (C, r, r)."""
+    return np.stack([project_psd(m) for m in M])
 
 
 def _check_options(tol, max_iter, search) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.core.space import ReducedSpace, data_range
+from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
 
 PULL_FLOOR = 1e-12
 
@@ -58,20 +58,78 @@ class Whitening(ReducedSpace):
         return (M_w + M_w.T) / 2
 
 
+@dataclass(frozen=True)
+class ClusterWhitening:
+    """The whitened coordinates of every cluster's metric (sec. 5.2, eq. 16): cluster ``c``'s
+    pull matrix ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` is the identity in its own.
+
+    Attributes
+    ----------
+    spaces : tuple of Whitening
+        One per cluster; their ``inputs`` are views of ``inputs``.
+    clusters : ndarray of int, shape (n,)
+        Cluster of each point (all 0 for LMNN).
+    inputs : ndarray of shape (C, n, r)
+        ``x_w`` of every point in every cluster's coordinates.
+    """
+
+    spaces: tuple
+    clusters: np.ndarray
+    inputs: np.ndarray
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.spaces)
+
+    @property
+    def rank(self) -> int:
+        return self.inputs.shape[2]
+
+    @property
+    def pull(self) -> np.ndarray:
+        """Whitened pull matrices (C, r, r), the identities up to rounding and the floor."""
+        return np.stack([s.pull for s in self.spaces])
+
+    @property
+    def singular_pull(self) -> bool:
+        return any(s.singular_pull for s in self.spaces)
+
+    def lift(self, M_w: np.ndarray) -> np.ndarray:
+        """Metrics (C, d, d) on the inputs from whitened metrics (C, r, r)."""
+        return np.stack([s.lift(m) for s, m in zip(self.spaces, M_w)])
+
+    def whitened(self, M: np.ndarray) -> np.ndarray:
+        """Whitened metrics (C, r, r) of metrics (C, d, d) on the data range."""
+        return np.stack([s.whitened(m) for s, m in zip(self.spaces, M)])
+
+
 def whiten(problem: LMNNProblem) -> Whitening:
-    """The whitened coordinates of ``problem`` (module docstring)."""
-    Xc = problem.X_centered
+    """The whitened coordinates of single-metric ``problem`` (module docstring)."""
+    return whiten_clusters(problem, np.zeros(problem.n_samples, np.intp)).spaces[0]
+
+
+def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhitening:
+    """Each cluster's coordinates (module docstring, with ``P_c`` for ``P``); ``clusters``
+    (n,) checked (``core.problem.check_clusters``)."""
     V = data_range(problem)
-    pull = V.T @ problem.pull_matrix() @ V
-    eigenvalues, Q = np.linalg.eigh((pull + pull.T) / 2)
-    if eigenvalues[-1] <= 0:
-        raise ValueError("every point coincides with its target neighbours, so the pull term of "
-                         "eq. 14 vanishes and the problem has no minimiser; choose other targets.")
-    singular = bool(eigenvalues[0] < PULL_FLOOR * eigenvalues[-1])
-    eigenvalues = np.maximum(eigenvalues, PULL_FLOOR * eigenvalues[-1])
-    B = Q / np.sqrt(eigenvalues)
-    W = V @ B
-    inverse = (Q * np.sqrt(eigenvalues)).T @ V.T
-    whitened_pull = W.T @ problem.pull_matrix() @ W
-    return Whitening(inputs=np.ascontiguousarray(Xc @ W), basis=W, inverse=inverse,
-                     pull=(whitened_pull + whitened_pull.T) / 2, singular_pull=singular)
+    reduced = ReducedSpace(basis=V, inputs=problem.X_centered @ V)
+    pulls = pull_matrices(problem, reduced, clusters)
+    inputs = np.empty((len(pulls), problem.n_samples, V.shape[1]))
+    spaces = []
+    for c, pull in enumerate(pulls):
+        eigenvalues, Q = np.linalg.eigh((pull + pull.T) / 2)
+        if eigenvalues[-1] <= 0:
+            what = ("every point coincides with its target neighbours, so the pull term of eq. 14 "
+                    "vanishes and the problem has no minimiser; choose other targets."
+                    if len(pulls) == 1 else
+                    f"no target neighbour of any point lies in cluster {c} (or they all coincide), "
+                    "so its metric has no pull term and no minimiser; use fewer clusters.")
+            raise ValueError(what)
+        singular = bool(eigenvalues[0] < PULL_FLOOR * eigenvalues[-1])
+        eigenvalues = np.maximum(eigenvalues, PULL_FLOOR * eigenvalues[-1])
+        B = Q / np.sqrt(eigenvalues)
+        np.matmul(reduced.inputs, B, out=inputs[c])
+        whitened_pull = B.T @ pull @ B
+        spaces.append(Whitening(inputs=inputs[c], basis=V @ B, inverse=(Q * np.sqrt(eigenvalues)).T @ V.T,
+                                pull=(whitened_pull + whitened_pull.T) / 2, singular_pull=singular))
+    return ClusterWhitening(spaces=tuple(spaces), clusters=clusters, inputs=inputs)

@@ -16,7 +16,9 @@ still reaches ``max_j D(i, j) + 1``, no triplet of ``i`` outside the set is acti
 and ``i`` keeps its pairs, less those now beyond its radius: the floor becomes
 the smaller of ``c floor(i)`` and the distances of the pairs dropped, both valid
 at ``M``, so the set shrinks as the metric settles without a search. The ``band``
-is the slack that lets points be skipped.
+is the slack that lets points be skipped. With one metric per cluster (eq. 16) the
+bound holds with the smallest of the clusters' factors, since each pair is measured
+by one of them.
 """
 
 from __future__ import annotations
@@ -24,27 +26,29 @@ from __future__ import annotations
 import numpy as np
 
 from fast_solver import kernels
-from fast_solver.impostors import impostor_pairs, impostor_radius, map_rows, pair_distances
+from fast_solver.impostors import cluster_impostor_pairs, cluster_pair_distances, impostor_radius, map_clusters
 from fast_solver.smoothed import WorkingSet
 
 
 class ExactSearch:
-    """Exact searches in the whitened space; ``search(L)`` returns the renewed working set.
+    """Exact searches in the whitened spaces; ``search(L)`` returns the renewed working set.
 
     Parameters
     ----------
-    inputs : ndarray of shape (n, r)
-        Whitened inputs.
+    inputs : ndarray of shape (C, n, r)
+        Whitened inputs in the coordinates of each cluster's metric.
+    clusters : ndarray of int, shape (n,)
+        Cluster of each point (all 0 for LMNN).
     targets : ndarray of int, shape (n, k)
     label_codes : ndarray of int, shape (n,)
     band : float >= 0
     method : {"auto", "blockwise", "balltree"}
     """
 
-    def __init__(self, inputs, targets, label_codes, band: float, method: str = "auto"):
-        self.X, self.targets, self.codes = inputs, targets, label_codes
+    def __init__(self, inputs, clusters, targets, label_codes, band: float, method: str = "auto"):
+        self.X, self.clusters, self.targets, self.codes = inputs, clusters, targets, label_codes
         self.band, self.method = float(band), method
-        n = len(inputs)
+        n = inputs.shape[1]
         self.floor = np.zeros(n)  # at self.metric: D(i, l) >= floor[i] outside the set
         self.metric: np.ndarray | None = None
         self.n_searches = 0
@@ -52,23 +56,24 @@ class ExactSearch:
         self.working_set = WorkingSet.from_pairs(np.empty(0, np.intp), np.empty(0, np.intp), n)
 
     def search(self, L: np.ndarray) -> WorkingSet:
-        """Working set at ``M_w = L^T L``: fresh pairs for the points searched, the old
-        ones for the points proved clean (module docstring)."""
-        M = L.T @ L
-        Z = map_rows(self.X, L)
-        radius = impostor_radius(kernels.target_distances(Z, self.targets), self.band)
-        floor = self.floor * (0.0 if self.metric is None else contraction_factor(self.metric, M))
+        """Working set at ``M_w = L^T L`` (L of shape (C, r, r)): fresh pairs for the points
+        searched, the old ones for the points proved clean (module docstring)."""
+        M = np.matmul(L.transpose(0, 2, 1), L)
+        Z = map_clusters(self.X, L)
+        radius = impostor_radius(kernels.target_distances(Z, self.targets, self.clusters), self.band)
+        shrink = 0.0 if self.metric is None else min(map(contraction_factor, self.metric, M))
+        floor = self.floor * shrink
         searched = floor < radius - self.band
-        i, l, _ = impostor_pairs(Z, self.codes, radius, self.method, searched)
+        i, l, _ = cluster_impostor_pairs(Z, self.clusters, self.codes, radius, self.method, searched)
         ws = self.working_set
         kept = ~searched[ws.owner]
         owner, impostors = ws.owner[kept], ws.impostors[kept]
-        distance = pair_distances(Z, owner, impostors)
+        distance = cluster_pair_distances(Z, self.clusters, owner, impostors)
         dropped = distance >= radius[owner]
         np.minimum.at(floor, owner[dropped], distance[dropped])
         owner, impostors = owner[~dropped], impostors[~dropped]
         self.working_set = WorkingSet.from_pairs(np.concatenate([owner, i]),
-                                                 np.concatenate([impostors, l]), len(self.X))
+                                                 np.concatenate([impostors, l]), len(self.codes))
         floor[searched] = radius[searched]
         self.floor, self.metric = floor * (1.0 - 1e-9), M
         self.n_searches += 1
@@ -76,7 +81,8 @@ class ExactSearch:
         return self.working_set
 
     def drift(self, M: np.ndarray) -> float:
-        """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any).
+        """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any), the
+        largest over the clusters; ``M`` (C, r, r).
 
         A trigger for a new search, not a proof: distances have moved by about this
         fraction, so pairs outside the set may have come within the margin. (The
@@ -84,7 +90,8 @@ class ExactSearch:
         its range turns, the contraction factor is 0 although nothing moved much.)"""
         if self.metric is None:
             return np.inf
-        return float(np.linalg.norm(M - self.metric, 2) / max(np.linalg.norm(self.metric, 2), 1e-300))
+        return max(float(np.linalg.norm(m - s, 2) / max(np.linalg.norm(s, 2), 1e-300))
+                   for m, s in zip(M, self.metric))
 
 
 def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12) -> float:

@@ -9,17 +9,17 @@ from sklearn.datasets import load_iris, make_blobs
 
 from fast_solver import kernels
 from fast_solver.impostors import (
-    BALLTREE_MAX_RANK, check_psd_metric, choose_search_method, impostor_pairs, impostor_radius,
-    transformed_inputs,
+    BALLTREE_MAX_RANK, choose_search_method, impostor_pairs, impostor_radius,
 )
 from lmnn_sdp import LMNNProblem
+from lmnn_sdp.core.psd import psd_factor
 
 
 def active_triplets(problem: LMNNProblem, M, band: float, method: str) -> np.ndarray:
     """The triplets within ``band`` of the margin that the pair search finds, (T, 3) in the
     order of ``LMNNProblem.active_triplets`` (i, target rank, l)."""
-    Z = transformed_inputs(problem, check_psd_metric(problem, M))
-    target_d = kernels.target_distances(Z, problem.targets)
+    Z = problem.X_centered @ psd_factor(M, rtol=1e-12).T
+    target_d = kernels.target_distances(Z[None], problem.targets, np.zeros(problem.n_samples, np.intp))
     i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
     p, rank = np.nonzero(1.0 + target_d[i] - dist[:, None] > -band)
     order = np.lexsort((l[p], rank, i[p]))
@@ -104,11 +104,6 @@ def test_auto_rule_picks_balltree_only_in_low_rank():
     assert choose_search_method(BALLTREE_MAX_RANK + 1) == "blockwise"
     with pytest.raises(ValueError, match="method"):
         choose_search_method(3, "kdtree")
-
-
-def test_non_psd_metric_is_rejected(iris_problem):
-    with pytest.raises(ValueError, match="positive semidefinite"):
-        check_psd_metric(iris_problem, -np.eye(4))
 
 
 @pytest.mark.parametrize("shape", [(7, 13), (1, 1), (16, 8), (3, 5)])

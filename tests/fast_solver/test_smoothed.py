@@ -8,48 +8,63 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from fast_solver.smoothed import PairGraph, SmoothedObjective, WorkingSet
-from fast_solver.whitening import whiten
-from lmnn_sdp.core.problem import LMNNProblem
+from fast_solver.whitening import whiten_clusters
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 
 
-@pytest.fixture(scope="module")
-def setting():
+@pytest.fixture(scope="module", params=["lmnn", "class metrics", "other clusters"])
+def setting(request):
+    """LMNN (one metric), one metric per class, and clusters that cut across the classes."""
     X, y = make_blobs(40, 3, centers=3, cluster_std=3.0, random_state=0)
     problem = LMNNProblem(X, y, k=2, mu=0.3)
-    whitening = whiten(problem)
+    clusters = {"lmnn": None, "class metrics": problem.label_codes,
+                "other clusters": (X[:, 0] > np.median(X[:, 0])).astype(np.intp)}[request.param]
+    whitening = whiten_clusters(problem, cluster_owner(problem, clusters))
     pairs = np.unique(problem.all_triplets()[:, [0, 2]], axis=0)  # every impostor pair
     ws = WorkingSet.from_pairs(pairs[:, 0], pairs[:, 1], problem.n_samples)
-    L = np.random.default_rng(0).normal(size=(whitening.rank, whitening.rank))
-    return problem, whitening, SmoothedObjective(whitening, problem.targets, problem.mu, ws), L
+    L = np.random.default_rng(0).normal(size=(whitening.n_clusters, whitening.rank, whitening.rank))
+    return problem, clusters, whitening, SmoothedObjective(whitening, problem.targets, problem.mu, ws), L
 
 
-def brute_force(problem, M, gamma):
-    """F_gamma, eq. 14, the multipliers and the dual matrix over all triplets, on the inputs."""
+def brute_force(problem, M, gamma, clusters):
+    """F_gamma, eq. 14 (eq. 16 with clusters), the multipliers and the dual matrices (C, d, d)
+    over all triplets, on the inputs."""
     t = problem.all_triplets()
-    h = problem.triplet_margins(M, t)
+    metrics = M if clusters is not None else M[0]
+    h = problem.triplet_margins(metrics, t, clusters)
     smooth = np.where(h >= gamma, h - gamma / 2, np.where(h > 0, h * h / (2 * gamma), 0.0))
-    pull = problem.target_distances(M).sum()
+    pull = problem.target_distances(metrics, clusters).sum()
     lam = problem.mu * np.clip(h / gamma, 0.0, 1.0)
+    owner = cluster_owner(problem, clusters)
     X = problem.X_centered
-    a, b = X[t[:, 0]] - X[t[:, 1]], X[t[:, 0]] - X[t[:, 2]]
-    Z = (1 - problem.mu) * problem.pull_matrix() + (a * lam[:, None]).T @ a - (b * lam[:, None]).T @ b
-    return ((1 - problem.mu) * pull + problem.mu * smooth.sum(), problem.objective(M), lam, Z, t, h)
+    n, k = problem.targets.shape
+    i, j = np.repeat(np.arange(n), k), problem.targets.ravel()
+    Z = []
+    for c in range(len(M)):
+        p, a, b = X[i] - X[j], X[t[:, 0]] - X[t[:, 1]], X[t[:, 0]] - X[t[:, 2]]
+        p, wa, wb = p[owner[j] == c], lam * (owner[t[:, 1]] == c), lam * (owner[t[:, 2]] == c)
+        Z.append((1 - problem.mu) * p.T @ p + (a * wa[:, None]).T @ a - (b * wb[:, None]).T @ b)
+    return ((1 - problem.mu) * pull + problem.mu * smooth.sum(), problem.objective(metrics, clusters),
+            lam, np.stack(Z), t, h)
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.3, 0.01])
 def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
-    problem, whitening, objective, L = setting
+    problem, clusters, whitening, objective, L = setting
     ev = objective.evaluate(L, gamma)
-    value, eq14, lam, Z, t, h = brute_force(problem, whitening.lift(L.T @ L), gamma)
+    M = whitening.lift(np.matmul(L.transpose(0, 2, 1), L))
+    value, eq14, lam, Z, t, h = brute_force(problem, M, gamma, clusters)
     assert ev.value == pytest.approx(value, rel=1e-12)
     assert ev.objective == pytest.approx(eq14, rel=1e-12)
     assert ev.multiplier_sum == pytest.approx(lam.sum(), rel=1e-12)
     assert ev.complementarity == pytest.approx(np.sum((problem.mu - lam) * np.maximum(h, 0)), rel=1e-10)
     assert ev.n_active == np.count_nonzero(h > 0)
     assert ev.n_transition == np.count_nonzero((h > 0) & (h < gamma))
-    # the gradient in M_w is the dual matrix Z(lambda) of DESIGN.md, in whitened coordinates
-    W = whitening.basis
-    np.testing.assert_allclose(ev.dual_matrix, W.T @ Z @ W, rtol=1e-9, atol=1e-9 * np.abs(ev.dual_matrix).max())
+    # the gradient in M_w is the dual matrix Z_c(lambda) of DESIGN.md, in each cluster's coordinates
+    for c, space in enumerate(whitening.spaces):
+        W = space.basis
+        np.testing.assert_allclose(ev.dual_matrix[c], W.T @ Z[c] @ W, rtol=1e-9,
+                                   atol=1e-9 * np.abs(ev.dual_matrix).max())
     triplets, multipliers = objective.multipliers()
     order = np.lexsort(t.T[::-1])
     positive = lam[order] > 0
@@ -59,7 +74,7 @@ def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
 
 @pytest.mark.parametrize("gamma", [1.0, 0.05])
 def test_gradient_and_hessian_products_match_finite_differences(setting, gamma):
-    _, _, objective, L = setting
+    *_, objective, L = setting
     step = 1e-6
     numeric = np.zeros_like(L)
     for index in np.ndindex(L.shape):

@@ -21,22 +21,23 @@ def test_searches_keep_every_active_triplet_and_skip_points_proved_clean():
     X, y = load_iris(return_X_y=True)
     problem = LMNNProblem(X, y, k=3, mu=0.5)
     whitening = whiten(problem)
-    search = ExactSearch(whitening.inputs, problem.targets, problem.label_codes, band=0.5)
+    search = ExactSearch(whitening.inputs[None], np.zeros(problem.n_samples, np.intp), problem.targets,
+                         problem.label_codes, band=0.5)
     L = 3.0 * np.eye(whitening.rank)
-    ws = search.search(L)
+    ws = search.search(L[None])
     assert search.points_searched == problem.n_samples
     active, inside = _active_in_set(problem, whitening, ws, L)
     assert len(active) and all(inside)
     L2 = L * 1.01  # distances grow: the floors still cover every point
-    ws = search.search(L2)
+    ws = search.search(L2[None])
     assert search.points_searched == problem.n_samples
     assert all(_active_in_set(problem, whitening, ws, L2)[1])
     rng = np.random.default_rng(0)
     L3 = L2 + 0.3 * rng.normal(size=L2.shape)  # a real move: some points searched again
-    ws = search.search(L3)
+    ws = search.search(L3[None])
     assert problem.n_samples < search.points_searched < 2 * problem.n_samples + 1
     assert all(_active_in_set(problem, whitening, ws, L3)[1])
-    assert search.drift(L3.T @ L3) == 0.0 and search.drift(2 * L3.T @ L3) > 0.9
+    assert search.drift((L3.T @ L3)[None]) == 0.0 and search.drift((2 * L3.T @ L3)[None]) > 0.9
 
 
 def test_contraction_factor_is_the_largest_feasible_scale():
