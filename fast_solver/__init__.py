@@ -5,9 +5,11 @@ numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
+from fast_solver.multi_metric import MultiMetricLMNN, cluster_neighbors
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "LMNN", "FastLMNNResult", "Stage", "impostor_pairs", "impostor_radius", "solve",
+    "LMNN", "FastLMNNResult", "MultiMetricLMNN", "Stage", "cluster_neighbors", "impostor_pairs",
+    "impostor_radius", "solve",
 ]

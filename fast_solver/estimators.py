@@ -98,15 +98,8 @@ class LMNN(TransformerMixin, BaseEstimator):
 
         ``X`` must be real numbers (booleans count as 0/1): complex, text or dates raise a
         ``NonRealInputError`` (a TypeError and a ValueError) naming the fix."""
-        _reject_complex(X)
-        X, y = validate_data(self, X, y, ensure_min_samples=2)
-        check_classification_targets(y)
-        n_classes = len(np.unique(y))
-        if n_classes < 2:
-            raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
-                             "impostors are points of another class.")
-        problem = LMNNProblem(X, y, k=self.k, mu=self.mu)
-        result = solve(problem, self._initial_metric(X.shape[1]), max_iter=self.max_iter,
+        problem = labelled_problem(self, X, y)
+        result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,
                        callback=_ProgressTable() if self.verbose else None)
         self.components_ = result.components
@@ -116,10 +109,7 @@ class LMNN(TransformerMixin, BaseEstimator):
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
         self.result_ = result
-        if not result.converged:
-            warnings.warn(f"[{type(self).__name__}] LMNN did not converge: the certified gap "
-                          f"{result.relative_gap:.3g} is above tol={self.tol:g} after {result.n_iter} "
-                          "Newton iterations; raise max_iter.", ConvergenceWarning)
+        warn_unless_converged(self, result)
         return self
 
     def transform(self, X):
@@ -145,6 +135,27 @@ class LMNN(TransformerMixin, BaseEstimator):
             A = check_random_state(self.random_state).standard_normal((d, d))
             return A @ A.T / d
         return np.eye(d) if self.init == "identity" else None
+
+
+def labelled_problem(estimator: BaseEstimator, X, y) -> LMNNProblem:
+    """The checked ``LMNNProblem`` of ``fit(X, y)`` with the estimator's ``k`` and ``mu``
+    (scikit-learn's validation, complex input refused, at least two classes)."""
+    _reject_complex(X)
+    X, y = validate_data(estimator, X, y, ensure_min_samples=2)
+    check_classification_targets(y)
+    n_classes = len(np.unique(y))
+    if n_classes < 2:
+        raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
+                         "impostors are points of another class.")
+    return LMNNProblem(X, y, k=estimator.k, mu=estimator.mu)
+
+
+def warn_unless_converged(estimator: BaseEstimator, result) -> None:
+    """A ConvergenceWarning when ``result``'s certified gap is above ``tol``."""
+    if not result.converged:
+        warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge: the certified gap "
+                      f"{result.relative_gap:.3g} is above tol={estimator.tol:g} after {result.n_iter} "
+                      "Newton iterations; raise max_iter.", ConvergenceWarning)
 
 
 def _reject_complex(X) -> None:

@@ -1,0 +1,174 @@
+"""Multi-metric LMNN (sec. 5.2, eq. 16): one metric per class or per k-means cluster.
+
+The metric of a cluster measures distances *to* its points:
+``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``. Training is ``fast_solver.solve`` with
+``clusters`` (started from the global LMNN optimum, with the same certified stop);
+classification is k-NN under ``D^`` (``cluster_neighbors``). No single linear map
+describes the model, so the estimator is a classifier, not a transformer.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.cluster import KMeans
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fast_solver.estimators import _ProgressTable, _reject_complex, labelled_problem, warn_unless_converged
+from fast_solver.impostors import SEARCH_METHODS
+from fast_solver.solver import solve
+from lmnn_sdp.core.problem import BLOCK_BYTES, check_real_dtype
+from lmnn_sdp.core.psd import psd_factor
+
+
+def cluster_neighbors(X, metrics, clusters, X_test, n_neighbors: int) -> np.ndarray:
+    """Indices (m, n_neighbors) of the training points nearest to each test point under
+    ``D^`` of eq. 16, nearest first; ``X`` (n, d), ``metrics`` (C, d, d), ``clusters`` (n,),
+    ``X_test`` (m, d). Blockwise over test points (``BLOCK_BYTES`` per block of distances)."""
+    n = len(X)
+    if not 1 <= n_neighbors <= n:
+        raise ValueError(f"n_neighbors must lie in [1, {n}] (the training points), got {n_neighbors}.")
+    factors = [psd_factor(M) for M in metrics]
+    members = [np.flatnonzero(clusters == c) for c in range(len(metrics))]
+    Z = [X[m] @ L.T for m, L in zip(members, factors)]
+    out = np.empty((len(X_test), n_neighbors), dtype=np.intp)
+    block = max(1, BLOCK_BYTES // (8 * n))
+    for start in range(0, len(X_test), block):
+        rows = X_test[start:start + block]
+        D = np.empty((len(rows), n))
+        for m, L, Zc in zip(members, factors, Z):
+            Zt = rows @ L.T
+            D[:, m] = np.einsum("tr,tr->t", Zt, Zt)[:, None] + np.einsum("nr,nr->n", Zc, Zc) - 2.0 * Zt @ Zc.T
+        nearest = np.argpartition(D, n_neighbors - 1, axis=1)[:, :n_neighbors]
+        order = np.argsort(np.take_along_axis(D, nearest, axis=1), axis=1, kind="stable")
+        out[start:start + len(rows)] = np.take_along_axis(nearest, order, axis=1)
+    return out
+
+
+class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
+    """Multi-metric LMNN (Weinberger & Saul, JMLR 2009, sec. 5.2) and its k-NN rule.
+
+    Learns one metric per cluster by minimising eq. 16's objective with the
+    certified solver of ``fast_solver.solver``, started from the global LMNN
+    optimum, and classifies by majority vote of the ``n_neighbors`` nearest
+    training points under ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``.
+
+    Parameters
+    ----------
+    k : int, default=3
+        Target neighbours per point.
+    mu : float in [0, 1], default=0.5
+        Weight of the push term.
+    clusters : "classes" or int, default="classes"
+        One metric per class (the paper's choice), or this many k-means clusters
+        (``sklearn.cluster.KMeans`` seeded by ``random_state``).
+    n_neighbors : int, default=3
+        Neighbours voting in ``predict`` (ties go to the first class).
+    max_iter : int, default=1000
+        Newton iterations of each solve (global LMNN, then multi-metric).
+    tol : float, default=1e-6
+        Certified relative gap at which each solve stops.
+    search : {"auto", "blockwise", "balltree"}, default="auto"
+    verbose : int, default=0
+        Print one row per continuation stage of the multi-metric solve.
+    random_state : int, RandomState instance or None, default=None
+        Seeds k-means.
+
+    Attributes
+    ----------
+    metrics_ : ndarray of shape (n_clusters, n_features, n_features)
+    clusters_ : ndarray of int, shape (n_samples,)
+        Cluster of each training point.
+    kmeans_ : KMeans or None
+        The clustering, when ``clusters`` is an int.
+    classes_ : ndarray of shape (n_classes,)
+    objective_, lower_bound_ : float
+        Eq. 16's objective at ``metrics_`` and a rigorous lower bound on its optimum.
+    converged_ : bool
+        Whether the certified gap reached ``tol``.
+    n_iter_ : int
+        Newton iterations of the multi-metric solve.
+    global_result_, result_ : FastLMNNResult
+        The global LMNN solve (the start) and the multi-metric solve.
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "mu": [Interval(Real, 0, 1, closed="both")],
+        "clusters": [StrOptions({"classes"}), Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "search": [StrOptions(set(SEARCH_METHODS))],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, k=3, mu=0.5, clusters="classes", n_neighbors=3, max_iter=1000, tol=1e-6,
+                 search="auto", verbose=0, random_state=None):
+        self.k = k
+        self.mu = mu
+        self.clusters = clusters
+        self.n_neighbors = n_neighbors
+        self.max_iter = max_iter
+        self.tol = tol
+        self.search = search
+        self.verbose = verbose
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn one metric per cluster from ``X`` (n_samples, n_features) and ``y`` (n_samples,)."""
+        problem = labelled_problem(self, X, y)
+        self.classes_ = problem.classes
+        self.clusters_, self.kmeans_ = self._clusters(problem)
+        options = dict(max_iter=self.max_iter, tol=self.tol, search=self.search)
+        self.global_result_ = solve(problem, **options)
+        result = solve(problem, self.global_result_.metric, clusters=self.clusters_, **options,
+                       callback=_ProgressTable() if self.verbose else None)
+        self.metrics_ = result.metric
+        self.objective_, self.lower_bound_ = result.upper, result.lower
+        self.n_iter_, self.converged_, self.result_ = result.n_iter, result.converged, result
+        self._training = (problem.X, problem.label_codes)
+        warn_unless_converged(self, result)
+        return self
+
+    def predict(self, X):
+        """Majority vote of the ``n_neighbors`` nearest training points under eq. 16's
+        distances; shape (n_samples,)."""
+        X = self._test_inputs(X)
+        X_train, codes = self._training
+        votes = codes[cluster_neighbors(X_train, self.metrics_, self.clusters_, X, self.n_neighbors)]
+        counts = np.zeros((len(X), len(self.classes_)), dtype=np.intp)
+        np.add.at(counts, (np.arange(len(X))[:, None], votes), 1)
+        return self.classes_[np.argmax(counts, axis=1)]
+
+    def test_clusters(self, X) -> np.ndarray | None:
+        """The k-means cluster of each row of ``X`` (m,), or None when the clusters are the
+        classes (a test point then belongs to the cluster of its hypothetical label)."""
+        X = self._test_inputs(X)
+        return None if self.kmeans_ is None else self.kmeans_.predict(X).astype(np.intp)
+
+    def _clusters(self, problem):
+        if self.clusters == "classes":
+            return problem.label_codes, None
+        if self.clusters > problem.n_samples:
+            raise ValueError(f"clusters={self.clusters} exceeds the {problem.n_samples} training "
+                             "points; use fewer clusters.")
+        kmeans = KMeans(self.clusters, n_init=10, random_state=self.random_state).fit(problem.X)
+        found = len(np.unique(kmeans.labels_))
+        if found < self.clusters:
+            raise ValueError(f"k-means found only {found} distinct clusters of the {self.clusters} "
+                             f"asked (repeated points?); use clusters <= {found}.")
+        return kmeans.labels_.astype(np.intp), kmeans
+
+    def _test_inputs(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        _reject_complex(X)
+        X = validate_data(self, X, reset=False)
+        check_real_dtype(X.dtype, "X")
+        return X.astype(float, copy=False)

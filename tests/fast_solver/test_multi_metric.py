@@ -1,0 +1,140 @@
+"""Multi-metric LMNN on the fast path: the certified optimum of the exact SDP, eq. 16's k-NN
+rule against brute force, the estimator's API and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, load_wine
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import check_estimator
+
+from fast_solver import MultiMetricLMNN, cluster_neighbors, solve
+from lmnn_sdp import LMNNProblem, solve_mm_lmnn
+from lmnn_sdp.core.problem import distance_matrix
+
+EXPECTED_FAILURES = {
+    "check_fit2d_1feature": "a class of 3 points cannot supply k=3 target neighbours; "
+                            "LMNN raises a ValueError naming k (DESIGN.md)",
+}
+
+
+def _standardised(loader, step):
+    X, y = loader(return_X_y=True)
+    X, y = X[::step], y[::step]
+    return (X - X.mean(0)) / X.std(0), y
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = _standardised(load_iris, 2)
+    return LMNNProblem(X, y, k=3, mu=0.5)
+
+
+@pytest.mark.parametrize("loader, split", [(load_iris, "classes"), (load_iris, "halves"),
+                                           (load_wine, "classes")])
+def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
+    X, y = _standardised(loader, 2)
+    problem = LMNNProblem(X, y, k=3, mu=0.5)
+    clusters = problem.label_codes if split == "classes" else (X[:, 0] > 0).astype(np.intp)
+    fast = solve(problem, clusters=clusters)
+    exact = solve_mm_lmnn(problem, clusters=clusters, method="aggregated")
+    assert fast.converged and fast.relative_gap <= 1e-6 and exact.certified
+    assert fast.metric.shape == (clusters.max() + 1, X.shape[1], X.shape[1])
+    assert abs(fast.upper - exact.upper) <= 1e-6 * exact.upper
+    assert fast.lower <= exact.upper * (1 + 1e-9) and exact.lower <= fast.upper * (1 + 1e-9)
+    assert fast.upper == pytest.approx(problem.objective(fast.metric, clusters), rel=1e-9)
+    verified = fast.certificate.verify()
+    assert verified.kind == "multi-metric-lmnn" and verified.certified
+    np.testing.assert_array_equal(fast.clusters, clusters)
+    assert fast.components.shape == fast.metric.shape
+    np.testing.assert_allclose(np.matmul(fast.components.transpose(0, 2, 1), fast.components),
+                               fast.metric, atol=1e-9 * np.abs(fast.metric).max())
+
+
+def test_one_cluster_is_lmnn(iris):
+    single = solve(iris)
+    one = solve(iris, clusters=np.zeros(iris.n_samples, np.intp))
+    assert one.converged and one.metric.shape == (1, 4, 4)
+    assert one.upper == pytest.approx(single.upper, rel=2e-6)
+
+
+def test_multi_metric_is_no_worse_than_its_global_start(iris):
+    single = solve(iris)
+    multi = solve(iris, single.metric, clusters=iris.label_codes)
+    assert multi.upper <= single.upper * (1 + 1e-9) and multi.converged
+
+
+def test_bad_clusters_and_starts_are_refused(iris):
+    n = iris.n_samples
+    with pytest.raises(ValueError, match="clusters must have shape"):
+        solve(iris, clusters=np.zeros(n - 1, np.intp))
+    with pytest.raises(ValueError, match="cluster 1 has no members"):
+        solve(iris, np.eye(4), clusters=np.where(np.arange(n) < 30, 0, 2))
+    with pytest.raises(TypeError, match="integer cluster"):
+        solve(iris, np.eye(4), clusters=np.zeros(n))
+    with pytest.raises(ValueError, match="M0 has 2 metrics for 3 clusters"):
+        solve(iris, np.stack([np.eye(4)] * 2), clusters=iris.label_codes)
+    with pytest.raises(ValueError, match=r"M0\[1\] is not positive semidefinite"):
+        solve(iris, np.stack([np.eye(4), -np.eye(4), np.eye(4)]), clusters=iris.label_codes)
+
+
+def test_cluster_neighbors_equal_brute_force():
+    rng = np.random.default_rng(3)
+    X, X_test = rng.normal(size=(30, 3)), rng.normal(size=(7, 3))
+    clusters = rng.integers(0, 3, 30)
+    A = rng.normal(size=(3, 3, 3))
+    metrics = np.matmul(A, A.transpose(0, 2, 1))
+    D = distance_matrix(np.vstack([X_test, X]), metrics, np.concatenate([np.zeros(7, int), clusters]))
+    expected = np.argsort(D[:7, 7:], axis=1, kind="stable")[:, :4]
+    np.testing.assert_array_equal(cluster_neighbors(X, metrics, clusters, X_test, 4), expected)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        cluster_neighbors(X, metrics, clusters, X_test, 31)
+
+
+def test_estimator_predicts_by_the_eq16_vote():
+    X, y = _standardised(load_iris, 1)
+    train, test = np.arange(150) % 3 != 0, np.arange(150) % 3 == 0
+    model = MultiMetricLMNN(k=3, mu=0.5).fit(X[train], y[train])
+    assert model.converged_ and model.metrics_.shape == (3, 4, 4)
+    assert model.lower_bound_ <= model.objective_ <= model.global_result_.upper * (1 + 1e-9)
+    assert model.test_clusters(X[test]) is None
+    D = distance_matrix(np.vstack([X[test], X[train]]), model.metrics_,
+                        np.concatenate([np.zeros(test.sum(), int), model.clusters_]))[:50, 50:]
+    votes = y[train][np.argsort(D, axis=1, kind="stable")[:, :3]]
+    expected = np.array([np.bincount(v, minlength=3).argmax() for v in votes])
+    np.testing.assert_array_equal(model.predict(X[test]), expected)
+    assert model.score(X[test], y[test]) >= 0.9
+
+
+def test_kmeans_clusters_and_one_cluster():
+    X, y = _standardised(load_iris, 2)
+    model = MultiMetricLMNN(clusters=2, random_state=0).fit(X, y)
+    assert model.metrics_.shape == (2, 4, 4) and model.converged_
+    np.testing.assert_array_equal(model.test_clusters(X), model.clusters_)
+    one = MultiMetricLMNN(clusters=1).fit(X, y)
+    assert one.objective_ == pytest.approx(one.global_result_.upper, rel=2e-6)
+    with pytest.raises(ValueError, match="exceeds"):
+        MultiMetricLMNN(clusters=500).fit(X, y)
+
+
+def test_estimator_errors():
+    X, y = _standardised(load_iris, 2)
+    with pytest.raises(NotFittedError):
+        MultiMetricLMNN().predict(X)
+    model = MultiMetricLMNN().fit(X, y)
+    bad = X[:3].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+    with pytest.raises(ValueError, match="two classes"):
+        MultiMetricLMNN().fit(X, np.zeros(len(y)))
+
+
+def test_passes_sklearn_estimator_checks():
+    results = check_estimator(MultiMetricLMNN(max_iter=30), expected_failed_checks=EXPECTED_FAILURES,
+                              on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results if r["status"] == "failed"]
+    assert failed == []
