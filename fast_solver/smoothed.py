@@ -45,18 +45,31 @@ from fast_solver.whitening import ClusterWhitening
 
 
 class PairGraph:
-    """Pairs ``(a_p, b_p)`` on ``n`` nodes as a symmetric CSR graph (both directions)."""
+    """Pairs ``(a_p, b_p)`` on ``n`` nodes as a symmetric CSR graph (both directions) over the
+    nodes they touch (``nodes``; all ``n`` when most are), so a graph of few pairs costs
+    little however large ``n`` is."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, n: int):
-        rows = np.concatenate([a, b]).astype(np.intp)
-        self.order = np.argsort(rows, kind="stable")
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]).astype(np.intp)
-        self.neighbours = np.ascontiguousarray(np.concatenate([b, a]).astype(np.intp)[self.order])
-        self.n_pairs = len(a)
+        ends = np.concatenate([a, b]).astype(np.intp)
+        touched = np.bincount(ends, minlength=n) > 0
+        self.nodes = None if 2 * np.count_nonzero(touched) > n else np.flatnonzero(touched)
+        if self.nodes is not None:  # relabel the ends to 0..len(nodes)-1
+            ends = np.searchsorted(self.nodes, ends)
+            n = len(self.nodes)
+        self.order = np.argsort(ends, kind="stable")
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))]).astype(np.intp)
+        half = len(a)
+        self.neighbours = np.ascontiguousarray(np.concatenate([ends[half:], ends[:half]])[self.order])
+        self.n_pairs = half
+
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        """The rows of ``X`` (n, r) at the graph's nodes."""
+        return X if self.nodes is None else X[self.nodes]
 
     def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
         edge_w = np.concatenate([weights, weights])[self.order]
+        X = self.rows(X)
         Y = kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
         S = cross_product(X, Y)
         return (S + S.T) / 2
@@ -151,6 +164,7 @@ class SmoothedObjective:
         self.transition = np.zeros((P, k), dtype=bool)
         self.current: Evaluation | None = None
         self._transition_graph = None
+        self._Y = None  # directions X[c] V[c]^T at the transition nodes (several clusters)
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
@@ -188,10 +202,25 @@ class SmoothedObjective:
                                                    np.concatenate([t[:, 1], t[:, 2]]),
                                                    self.clusters, len(self.X))
         t = self._transition
-        c = kernels.triplet_products(self.Z, map_clusters(self.X, V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        c = kernels.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
         return out + 2.0 * np.matmul(ev.L, S)
+
+    def _direction(self, V: np.ndarray) -> np.ndarray:
+        """``X[c] V[c]^T`` (C, n, r), formed only at the nodes of the transition graphs when
+        there are several clusters (the other rows are never read)."""
+        if len(V) == 1:
+            return map_clusters(self.X, V)
+        if self._Y is None:
+            self._Y = np.empty_like(self.X)
+        Y = self._Y
+        for c, (_, graph) in enumerate(self._transition_graph.groups):
+            if graph.nodes is None:
+                np.matmul(self.X[c], V[c].T, out=Y[c])
+            else:
+                Y[c, graph.nodes] = self.X[c, graph.nodes] @ V[c].T
+        return Y
 
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
         """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""

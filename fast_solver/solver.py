@@ -98,7 +98,7 @@ from fast_solver.impostors import SEARCH_METHODS, check_band
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.smoothed import Evaluation, SmoothedObjective
 from fast_solver.start import best_scale
-from fast_solver.whitening import ClusterWhitening, whiten_clusters
+from fast_solver.whitening import ClusterWhitening, Whitening, whiten_clusters
 from fast_solver.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
@@ -184,9 +184,7 @@ class _Run:
         self.problem, self.tol = problem, tol
         self.clusters = None if clusters is None else cluster_owner(problem, clusters)
         self.whitening: ClusterWhitening = whiten_clusters(problem, cluster_owner(problem, clusters))
-        self.pull = self.whitening.pull
-        self.search = ExactSearch(self.whitening.inputs, self.whitening.clusters, problem.targets,
-                                  problem.label_codes, band, search)
+        self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
         self.stages: list[Stage] = []
@@ -310,7 +308,8 @@ class _Run:
     def _scaled_bound(self, ev: Evaluation) -> float:
         """``alpha sum(lambda)`` in whitened coordinates, ``alpha`` the smallest over the
         clusters: the estimate that steers the stages."""
-        alpha = min(map(lambda P, G: _feasible_scale(self.problem.mu, P, G), self.pull, ev.dual_matrix))
+        alpha = min(_feasible_scale(self.problem.mu, space, G)
+                    for space, G in zip(self.whitening.spaces, ev.dual_matrix))
         return alpha * ev.multiplier_sum
 
     def _offer_lower(self, objective: SmoothedObjective, ev: Evaluation) -> None:
@@ -336,12 +335,15 @@ class _Run:
         space, where they equal those of the inputs up to rounding). LMNN is proved
         in the whitened coordinates, multi-metric LMNN in ``lmnn_sdp``'s reduced space."""
         tic = time.perf_counter()
-        metrics = self.whitening.lift(self.upper.metric)
+        w = self.whitening
+        metrics = w.lift(self.upper.metric)
+        if w.singular:  # killable impostors were left out: push them out, evaluate eq. 14 anew
+            metrics = w.push_out(self.problem, metrics)
         single = self.clusters is None
         self.certificate = prove(self.problem, metrics[0] if single else metrics,
                                  self.lower.triplets, self.lower.multipliers, clusters=self.clusters,
-                                 tol=self.tol, space=self.whitening.spaces[0] if single else None,
-                                 upper=self.upper.value)
+                                 tol=self.tol, space=w.spaces[0] if single and not w.singular else None,
+                                 upper=None if w.singular else self.upper.value)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
@@ -363,10 +365,10 @@ class _Run:
         self.timings["total"] = time.perf_counter() - self.start_time
         if not certificate.certified and message.startswith("converged"):
             message = "not converged: " + message
-        if not certificate.certified and self.whitening.singular_pull:
+        if not certificate.certified and certificate.singular_clusters:
             message += ("; the pull matrix is singular on the data range (target neighbours "
-                        "coincide along some directions, as with duplicated points), where "
-                        "impostor multipliers cannot be certified, so the lower bound is weak")
+                        "coincide along some directions, as with duplicated points or binary "
+                        "features), where the bound sets impostor multipliers to 0, so it is weak")
         return FastLMNNResult(
             certificate=certificate, message=message,
             n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.search.n_searches,
@@ -377,38 +379,45 @@ class _Run:
 
 
 def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.ndarray:
-    """Leave a saddle of ``L -> F_gamma(L)``: a line search along ``M + t P_S(-G)``.
+    """Leave a saddle of ``L -> F_gamma(L)``: line searches along ``M_c + t P_S(-G_c)``.
 
-    Where ``G`` has negative eigenvalues on directions that ``M`` lacks, the
-    gradient ``2 L G`` vanishes along them and Newton's method on ``L`` can stop
+    Where ``G_c`` has negative eigenvalues on directions that ``M_c`` lacks, the
+    gradient ``2 L_c G_c`` vanishes along them and Newton's method on ``L`` can stop
     (the trust region sees no decrease). ``F_gamma`` is convex in ``M``, so the
-    best ``t >= 0`` on the ray is found by doubling, then a bounded Brent search."""
+    best ``t >= 0`` on each ray is found by doubling, then a bounded Brent search;
+    one cluster at a time, since their metrics differ in scale."""
     D = _project(-objective.evaluate(L, gamma).dual_matrix)
-    if not D.any():
-        return L
     M = _gram(L)
+    moved = False
+    for c in np.flatnonzero(D.any(axis=(1, 2))):
+        def along(t: float) -> float:
+            trial = M.copy()
+            trial[c] += t * D[c]
+            return objective.evaluate(_factor(trial), gamma).value
 
-    def along(t: float) -> float:
-        return objective.evaluate(_factor(M + t * D), gamma).value
+        t = max(np.linalg.norm(M[c]), 1.0) / np.linalg.norm(D[c]) * 1e-3
+        base, value = along(0.0), along(t)
+        for _ in range(60):
+            if along(2 * t) >= value:
+                break
+            t, value = 2 * t, along(2 * t)
+        best = scipy.optimize.minimize_scalar(along, bounds=(0.0, 2 * t), method="bounded",
+                                              options={"xatol": 1e-6 * t})
+        if best.fun < base:
+            M[c] += best.x * D[c]
+            moved = True
+    return _factor(M) if moved else L
 
-    t = max(np.linalg.norm(M), 1.0) / np.linalg.norm(D) * 1e-3
-    base, value = along(0.0), along(t)
-    for _ in range(60):
-        if along(2 * t) >= value:
-            break
-        t, value = 2 * t, along(2 * t)
-    best = scipy.optimize.minimize_scalar(along, bounds=(0.0, 2 * t), method="bounded",
-                                          options={"xatol": 1e-6 * t})
-    return _factor(M + best.x * D) if best.fun < base else L
 
-
-def _feasible_scale(mu: float, pull: np.ndarray, G: np.ndarray) -> float:
-    """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD (whitened);
-    ``bounds.largest_feasible_scale`` with ``A = (1 - mu) P`` and ``Q = A - G``, which
-    also copes with a singular ``P`` (pull directions of no length)."""
+def _feasible_scale(mu: float, space: Whitening, G: np.ndarray) -> float:
+    """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD on the range
+    of one cluster's pull matrix ``P`` (whitened, ``G`` of shape (r, r)):
+    ``bounds.largest_feasible_scale`` with ``A = (1 - mu) P`` and ``Q = A - G``."""
+    m = space.pull_rank
+    G = G[:m, :m]
     if np.linalg.eigvalsh(G)[0] >= 0:
         return 1.0
-    A = (1.0 - mu) * pull
+    A = (1.0 - mu) * space.pull[:m, :m]
     return largest_feasible_scale(A, A - G)
 
 

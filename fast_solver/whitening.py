@@ -12,9 +12,19 @@ and a metric ``M_w`` (r, r) on ``x_w`` is the metric ``M = W M_w W^T`` on the in
 optimum over ``M_w`` is the optimum over ``M``; what it buys is invariance: any
 invertible linear map of the inputs, feature scaling included, gives the same
 whitened problem, so the step sizes, the starting scale and the smoothing widths
-of the solver do not depend on the units of the data. Eigenvalues of ``P_r``
-below ``1e-12`` of the largest (pull directions of no length) are lifted to that
-floor; the map stays exact, only less well conditioned there.
+of the solver do not depend on the units of the data.
+
+With one metric per cluster (sec. 5.2) each cluster ``c`` gets its own ``B_c`` from
+its pull matrix ``P_c``. Where ``P_c`` is singular on the data range (null space
+``N_c``: eigenvalues below ``NULL_RTOL = 1e-14`` of the largest of all clusters, which
+is rounding, so badly scaled inputs keep every direction), ``M_c`` grows on ``N_c`` at no cost and pushes out every
+impostor of ``c`` with a component there ("killable"); the solver then works on the
+range of ``P_c`` only (``Q`` and ``E`` restricted to it, ``B_c`` padded with zero
+columns to ``r``), leaves the killable pairs (``lmnn_sdp.core.clusters.killable_pairs``)
+out of its working set, and adds
+``t_c N_c N_c^T`` to the answer (``lmnn_sdp.core.clusters.push_out_of_null_spaces``).
+LMNN is the case of one cluster; duplicated points and binary features make its
+pull matrix singular in the same way.
 """
 
 from __future__ import annotations
@@ -24,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.clusters import ClusterSpaces, cluster_spaces, killable_pairs, push_out_of_null_spaces
 from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
 
-PULL_FLOOR = 1e-12
-
+NULL_RTOL = 1e-14  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
 
 @dataclass(frozen=True)
 class Whitening(ReducedSpace):
@@ -43,14 +53,19 @@ class Whitening(ReducedSpace):
     inverse : ndarray of shape (r, d)
         ``W^+`` with ``W^+ W = I_r``: ``M_w = W^+ M W^{+T}`` on the data range.
     pull : ndarray of shape (r, r)
-        ``W^T P W`` (the identity up to rounding and the floor).
-    singular_pull : bool
-        Some eigenvalue of the pull matrix on the data range was lifted to the floor.
+        ``W^T P W``: the identity on the range of ``P`` (up to rounding), zero on the padding.
+    null : ndarray of shape (r, r - rank(P))
+        Orthonormal basis of the null space ``N`` of ``P`` in the coordinates ``X_c V``.
     """
 
     inverse: np.ndarray
     pull: np.ndarray
-    singular_pull: bool = False
+    null: np.ndarray
+
+    @property
+    def pull_rank(self) -> int:
+        """Dimension of the range of ``P`` (the leading whitened coordinates)."""
+        return self.rank - self.null.shape[1]
 
     def whitened(self, M: np.ndarray) -> np.ndarray:
         """``M_w = W^+ M W^{+T}``, shape (r, r): the metric ``M`` (d, d) on the data range."""
@@ -71,11 +86,17 @@ class ClusterWhitening:
         Cluster of each point (all 0 for LMNN).
     inputs : ndarray of shape (C, n, r)
         ``x_w`` of every point in every cluster's coordinates.
+    reduced : ReducedSpace
+        ``X_c V`` (n, r), the orthonormal coordinates of the data range.
+    cspaces : lmnn_sdp.core.clusters.ClusterSpaces
+        Range and null space of every ``P_c`` in those coordinates.
     """
 
     spaces: tuple
     clusters: np.ndarray
     inputs: np.ndarray
+    reduced: ReducedSpace
+    cspaces: ClusterSpaces
 
     @property
     def n_clusters(self) -> int:
@@ -86,21 +107,25 @@ class ClusterWhitening:
         return self.inputs.shape[2]
 
     @property
-    def pull(self) -> np.ndarray:
-        """Whitened pull matrices (C, r, r), the identities up to rounding and the floor."""
-        return np.stack([s.pull for s in self.spaces])
-
-    @property
-    def singular_pull(self) -> bool:
-        return any(s.singular_pull for s in self.spaces)
+    def singular(self) -> tuple:
+        """Clusters whose pull matrix is singular on the data range."""
+        return self.cspaces.singular
 
     def lift(self, M_w: np.ndarray) -> np.ndarray:
         """Metrics (C, d, d) on the inputs from whitened metrics (C, r, r)."""
         return np.stack([s.lift(m) for s, m in zip(self.spaces, M_w)])
 
     def whitened(self, M: np.ndarray) -> np.ndarray:
-        """Whitened metrics (C, r, r) of metrics (C, d, d) on the data range."""
+        """Whitened metrics (C, r, r) of metrics (C, d, d) on the data range (zero on the padding)."""
         return np.stack([s.whitened(m) for s, m in zip(self.spaces, M)])
+
+    def killable(self, i: np.ndarray, l: np.ndarray) -> np.ndarray:
+        """Impostor pairs ``(i, l)`` (P,) that ``M_{c(l)}`` pushes out along its null space; bool (P,)."""
+        return killable_pairs(self.reduced.inputs, self.cspaces, self.clusters, i, l)
+
+    def push_out(self, problem: LMNNProblem, metrics: np.ndarray) -> np.ndarray:
+        """``metrics`` (C, d, d) plus ``t_c N_c N_c^T`` for every singular cluster."""
+        return push_out_of_null_spaces(problem, self.reduced, self.clusters, metrics, self.cspaces)
 
 
 def whiten(problem: LMNNProblem) -> Whitening:
@@ -109,27 +134,30 @@ def whiten(problem: LMNNProblem) -> Whitening:
 
 
 def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhitening:
-    """Each cluster's coordinates (module docstring, with ``P_c`` for ``P``); ``clusters``
-    (n,) checked (``core.problem.check_clusters``)."""
+    """Each cluster's coordinates (module docstring); ``clusters`` (n,) checked
+    (``core.problem.check_clusters``)."""
     V = data_range(problem)
     reduced = ReducedSpace(basis=V, inputs=problem.X_centered @ V)
     pulls = pull_matrices(problem, reduced, clusters)
-    inputs = np.empty((len(pulls), problem.n_samples, V.shape[1]))
+    if not pulls.any():
+        raise ValueError("every point coincides with its target neighbours, so the pull term of "
+                         "eq. 14 vanishes and the problem has no minimiser; choose other targets.")
+    cspaces = cluster_spaces(pulls, rtol=NULL_RTOL)
+    inputs = np.zeros((len(pulls), problem.n_samples, V.shape[1]))
     spaces = []
-    for c, pull in enumerate(pulls):
-        eigenvalues, Q = np.linalg.eigh((pull + pull.T) / 2)
-        if eigenvalues[-1] <= 0:
-            what = ("every point coincides with its target neighbours, so the pull term of eq. 14 "
-                    "vanishes and the problem has no minimiser; choose other targets."
-                    if len(pulls) == 1 else
-                    f"no target neighbour of any point lies in cluster {c} (or they all coincide), "
-                    "so its metric has no pull term and no minimiser; use fewer clusters.")
-            raise ValueError(what)
-        singular = bool(eigenvalues[0] < PULL_FLOOR * eigenvalues[-1])
-        eigenvalues = np.maximum(eigenvalues, PULL_FLOOR * eigenvalues[-1])
-        B = Q / np.sqrt(eigenvalues)
+    for c, (pull, U) in enumerate(zip(pulls, cspaces.bases)):
+        if U.shape[1] == 0:
+            raise ValueError(f"no target neighbour of any point lies in cluster {c} (or they all "
+                             "coincide), so its metric has no pull term and no minimiser; use "
+                             "fewer clusters.")
+        w = np.einsum("rm,rs,sm->m", U, pull, U)
+        B = np.zeros((V.shape[1], V.shape[1]))
+        B[:, :len(w)] = U / np.sqrt(w)
         np.matmul(reduced.inputs, B, out=inputs[c])
+        inverse = np.zeros_like(B)
+        inverse[:len(w)] = (U * np.sqrt(w)).T
         whitened_pull = B.T @ pull @ B
-        spaces.append(Whitening(inputs=inputs[c], basis=V @ B, inverse=(Q * np.sqrt(eigenvalues)).T @ V.T,
-                                pull=(whitened_pull + whitened_pull.T) / 2, singular_pull=singular))
-    return ClusterWhitening(spaces=tuple(spaces), clusters=clusters, inputs=inputs)
+        spaces.append(Whitening(inputs=inputs[c], basis=V @ B, inverse=inverse @ V.T,
+                                pull=(whitened_pull + whitened_pull.T) / 2, null=cspaces.nulls[c]))
+    return ClusterWhitening(spaces=tuple(spaces), clusters=clusters, inputs=inputs, reduced=reduced,
+                            cspaces=cspaces)

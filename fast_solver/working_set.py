@@ -28,6 +28,7 @@ import numpy as np
 from fast_solver import kernels
 from fast_solver.impostors import cluster_impostor_pairs, cluster_pair_distances, impostor_radius, map_clusters
 from fast_solver.smoothed import WorkingSet
+from fast_solver.whitening import ClusterWhitening
 
 
 class ExactSearch:
@@ -35,20 +36,21 @@ class ExactSearch:
 
     Parameters
     ----------
-    inputs : ndarray of shape (C, n, r)
-        Whitened inputs in the coordinates of each cluster's metric.
-    clusters : ndarray of int, shape (n,)
-        Cluster of each point (all 0 for LMNN).
+    whitening : ClusterWhitening
+        Whitened inputs in the coordinates of each cluster's metric; killable pairs of
+        singular clusters (``ClusterWhitening.killable``) never enter the set.
     targets : ndarray of int, shape (n, k)
     label_codes : ndarray of int, shape (n,)
     band : float >= 0
     method : {"auto", "blockwise", "balltree"}
     """
 
-    def __init__(self, inputs, clusters, targets, label_codes, band: float, method: str = "auto"):
-        self.X, self.clusters, self.targets, self.codes = inputs, clusters, targets, label_codes
+    def __init__(self, whitening: ClusterWhitening, targets, label_codes, band: float, method: str = "auto"):
+        self.whitening = whitening
+        self.X, self.clusters = whitening.inputs, whitening.clusters
+        self.targets, self.codes = targets, label_codes
         self.band, self.method = float(band), method
-        n = inputs.shape[1]
+        n = self.X.shape[1]
         self.floor = np.zeros(n)  # at self.metric: D(i, l) >= floor[i] outside the set
         self.metric: np.ndarray | None = None
         self.n_searches = 0
@@ -65,6 +67,9 @@ class ExactSearch:
         floor = self.floor * shrink
         searched = floor < radius - self.band
         i, l, _ = cluster_impostor_pairs(Z, self.clusters, self.codes, radius, self.method, searched)
+        if self.whitening.singular:
+            alive = ~self.whitening.killable(i, l)
+            i, l = i[alive], l[alive]
         ws = self.working_set
         kept = ~searched[ws.owner]
         owner, impostors = ws.owner[kept], ws.impostors[kept]
@@ -81,8 +86,9 @@ class ExactSearch:
         return self.working_set
 
     def drift(self, M: np.ndarray) -> float:
-        """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any), the
-        largest over the clusters; ``M`` (C, r, r).
+        """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any); with
+        several clusters the largest change over the largest norm, so a small metric that
+        shrinks does not call for searches; ``M`` (C, r, r).
 
         A trigger for a new search, not a proof: distances have moved by about this
         fraction, so pairs outside the set may have come within the margin. (The
@@ -90,8 +96,8 @@ class ExactSearch:
         its range turns, the contraction factor is 0 although nothing moved much.)"""
         if self.metric is None:
             return np.inf
-        return max(float(np.linalg.norm(m - s, 2) / max(np.linalg.norm(s, 2), 1e-300))
-                   for m, s in zip(M, self.metric))
+        change = max(np.linalg.norm(m - s, 2) for m, s in zip(M, self.metric))
+        return float(change / max(max(np.linalg.norm(s, 2) for s in self.metric), 1e-300))
 
 
 def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12) -> float:

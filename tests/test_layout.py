@@ -75,6 +75,6 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_numpy_parts_never_load_cvxpy():
     code = ("import sys, fast_solver, lmnn_sdp.core.problem, lmnn_sdp.certificates.certificate, "
-            "lmnn_sdp.certificates.bounds, lmnn_sdp.formulations.clusters, lmnn_sdp.mmc.certificate; "
+            "lmnn_sdp.certificates.bounds, lmnn_sdp.core.clusters, lmnn_sdp.mmc.certificate; "
             "assert 'cvxpy' not in sys.modules, 'cvxpy was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

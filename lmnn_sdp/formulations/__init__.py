@@ -1,2 +1,2 @@
 """The SDPs of LMNN and multi-metric LMNN and their duals (``sdp``, cvxpy), with their
-numpy building blocks: ``svec`` and the clusters' spaces (``clusters``)."""
+numpy building block ``svec`` (the clusters' spaces are in ``core.clusters``)."""

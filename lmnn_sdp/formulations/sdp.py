@@ -60,7 +60,7 @@ import scipy.sparse as sp
 
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices
-from lmnn_sdp.formulations.clusters import (
+from lmnn_sdp.core.clusters import (
     ClusterSpaces,
     cluster_spaces,
     killable,

@@ -51,7 +51,7 @@ from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.core.line_search import segment_search
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
-from lmnn_sdp.formulations.clusters import lift_metrics
+from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.result import SDPResult
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 from lmnn_sdp.generation.start import starting_metrics

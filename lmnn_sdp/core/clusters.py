@@ -34,7 +34,8 @@ from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
 from lmnn_sdp.core.psd import project_psd
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices
 
-_KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > _KILLABLE |v|^2
+KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > KILLABLE |v|^2
+NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class ClusterSpaces:
         return np.stack([B @ M @ B.T for B, M in zip(self.bases, restricted)])
 
 
-def cluster_spaces(pulls: np.ndarray, rtol: float = 1e-9) -> ClusterSpaces:
+def cluster_spaces(pulls: np.ndarray, rtol: float = NULL_RTOL) -> ClusterSpaces:
     """Range and null space of each ``P_c`` (C, r, r); eigenvalues below ``rtol * max`` are 0."""
     w, U = np.linalg.eigh(pulls)
     top = max(float(w.max()), np.finfo(float).tiny)
@@ -71,13 +72,19 @@ def killable(space: ReducedSpace, cspaces: ClusterSpaces, clusters: np.ndarray,
              triplets: np.ndarray) -> np.ndarray:
     """Triplets (T, 3) whose impostor ``l`` lies in a singular cluster and has a
     component on its null space (module docstring); bool (T,)."""
-    out = np.zeros(len(triplets), dtype=bool)
-    Xr = space.inputs
+    return killable_pairs(space.inputs, cspaces, clusters, triplets[:, 0], triplets[:, 2])
+
+
+def killable_pairs(Xr: np.ndarray, cspaces: ClusterSpaces, clusters: np.ndarray, i: np.ndarray,
+                   l: np.ndarray) -> np.ndarray:
+    """Impostor pairs ``(i, l)`` that ``killable`` kills, for inputs ``Xr`` (n, r) in the
+    coordinates of ``cspaces``; bool (P,)."""
+    out = np.zeros(len(i), dtype=bool)
     for c in cspaces.singular:
-        rows = np.flatnonzero(clusters[triplets[:, 2]] == c)
-        V = Xr[triplets[rows, 0]] - Xr[triplets[rows, 2]]
+        rows = np.flatnonzero(clusters[l] == c)
+        V = Xr[i[rows]] - Xr[l[rows]]
         null = np.sum((V @ cspaces.nulls[c]) ** 2, axis=1)
-        out[rows] = null > _KILLABLE * np.sum(V**2, axis=1)
+        out[rows] = null > KILLABLE * np.sum(V**2, axis=1)
     return out
 
 
@@ -92,12 +99,15 @@ def lift_metrics(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray
 
 
 def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                            metrics: np.ndarray) -> np.ndarray:
+                            metrics: np.ndarray, cspaces: ClusterSpaces | None = None) -> np.ndarray:
     """Add ``t_c N_c N_c^T`` to the metric of every singular cluster, shape (C, d, d).
 
     ``t_c`` puts every killable impostor of cluster ``c`` at margin -1 or below;
-    nothing else moves (target differences into ``c`` have no component on ``N_c``)."""
-    cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
+    nothing else moves (target differences into ``c`` have no component on ``N_c``).
+    ``cspaces`` in the coordinates of ``space``, ``cluster_spaces`` of its pull matrices
+    by default."""
+    if cspaces is None:
+        cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
     out = np.array(metrics, dtype=float)
     for c in cspaces.singular:
         t = _null_scale(problem, space, clusters, metrics, c, cspaces.nulls[c])
@@ -118,7 +128,7 @@ def _null_scale(problem, space, clusters, metrics, c, N) -> float:
         distance = np.einsum("bnd,de,bne->bn", V, metrics[c], V)
         W, Vr = Y[None, :, :] - Y[ls, None, :], space.inputs[None, :, :] - space.inputs[ls, None, :]
         null, full = np.sum(W**2, axis=2), np.sum(Vr**2, axis=2)
-        mask = (codes[None, :] != codes[ls, None]) & (null > _KILLABLE * full)
+        mask = (codes[None, :] != codes[ls, None]) & (null > KILLABLE * full)
         need = (2.0 + worst_target[None, :] - distance)[mask] / null[mask]
         t = max(t, float(need.max(initial=0.0)))
     return t
