@@ -95,8 +95,7 @@ def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, target_w, p
     return sums
 
 
-@njit(parallel=True, cache=True)
-def laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - compiled
+def _laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - compiled
     """``out[u] = sum_e w_e (x_u - x_v)`` over the edges ``e = (u, v)`` of row ``u`` of a
     CSR graph: the rows of ``Lap X`` for a graph Laplacian with symmetric weights."""
     n, r = X.shape
@@ -109,6 +108,19 @@ def laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - c
             for c in range(r):
                 out[u, c] += w * (X[u, c] - X[v, c])
     return out
+
+
+_laplacian_parallel = njit(parallel=True, cache=True)(_laplacian_rows)
+_laplacian_serial = njit(cache=True)(_laplacian_rows)
+PARALLEL_WORK = 1 << 16  # edges x coordinates below which starting threads costs more than it saves
+
+
+def laplacian_rows(indptr, neighbours, weights, X, out):
+    """``_laplacian_rows`` on threads when the graph is large enough to pay for them (each
+    multi-metric cluster's graph is small: letters, 26 metrics, spent 2.8 ms a call
+    waking threads)."""
+    parallel = len(neighbours) * X.shape[1] >= PARALLEL_WORK
+    return (_laplacian_parallel if parallel else _laplacian_serial)(indptr, neighbours, weights, X, out)
 
 
 @njit(parallel=True, cache=True)

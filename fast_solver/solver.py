@@ -112,6 +112,7 @@ MAX_RADIUS = 0.5  # of |L|_F: no step lands on L = 0, where the gradient vanishe
 MAX_STAGES = 60
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
+ESCAPE_CLUSTERS = 3  # clusters an escape step moves (multi-metric)
 
 
 def solve(
@@ -385,11 +386,16 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
     gradient ``2 L_c G_c`` vanishes along them and Newton's method on ``L`` can stop
     (the trust region sees no decrease). ``F_gamma`` is convex in ``M``, so the
     best ``t >= 0`` on each ray is found by doubling, then a bounded Brent search;
-    one cluster at a time, since their metrics differ in scale."""
+    one cluster at a time, since their metrics differ in scale, and only the
+    ``ESCAPE_CLUSTERS`` clusters with the largest ``|P_S(-G_c)|`` (at least a tenth of the
+    largest): each search costs some 40 evaluations (letters, 4,000 rows, 26 metrics:
+    searching all clusters took 1,000 evaluations in 60 Newton iterations)."""
     D = _project(-objective.evaluate(L, gamma).dual_matrix)
     M = _gram(L)
+    size = np.linalg.norm(D, axis=(1, 2))
+    order = np.argsort(-size, kind="stable")[:ESCAPE_CLUSTERS]
     moved = False
-    for c in np.flatnonzero(D.any(axis=(1, 2))):
+    for c in order[size[order] >= max(0.1 * size.max(), np.finfo(float).tiny)]:
         def along(t: float) -> float:
             trial = M.copy()
             trial[c] += t * D[c]

@@ -1,4 +1,5 @@
-"""Solver regression: the fast solver certifies every LMNN optimum of the corpus to 1e-6."""
+"""Solver regression: the fast solver certifies every LMNN and multi-metric LMNN optimum of
+the corpus to 1e-6."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from validation.instances import builtin_instances
 
 ENTRIES = [entry for entry in corpus.load_manifest()["instances"]
            if entry["problem"] == "lmnn"]
+MULTI_METRIC = [entry for entry in corpus.load_manifest()["instances"]
+                if entry["problem"] == "multi-metric-lmnn"]
 
 
 def test_the_regression_runs_on_exactly_the_lmnn_entries():
@@ -25,4 +28,15 @@ def test_fast_solver_matches_stored_optimum(entry):
     assert result.upper == pytest.approx(problem.objective(result.metric), rel=1e-9)
     assert result.upper >= stored.lower * (1 - 1e-9)  # nothing beats a certified bound
     assert result.lower <= stored.upper * (1 + 1e-9)
+    assert result.upper == pytest.approx(stored.upper, rel=1e-6)
+
+
+@pytest.mark.parametrize("entry", MULTI_METRIC, ids=[entry["name"] for entry in MULTI_METRIC])
+def test_fast_multi_metric_matches_stored_optimum(entry):
+    stored = corpus.load_certificate(entry["name"]).verify()
+    problem, clusters = stored.problem, stored.clusters
+    result = fast_solver.solve(problem, clusters=clusters)
+    assert result.converged and result.relative_gap <= 1e-6
+    assert result.upper == pytest.approx(problem.objective(result.metric, clusters), rel=1e-9)
+    assert result.upper >= stored.lower * (1 - 1e-9) and result.lower <= stored.upper * (1 + 1e-9)
     assert result.upper == pytest.approx(stored.upper, rel=1e-6)
