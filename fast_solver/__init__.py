@@ -1,4 +1,5 @@
-"""The scalable LMNN solver with a certified stop (``fast_solver.solver``) and its estimator.
+"""The scalable LMNN solvers with a certified stop (``fast_solver.solver``: LMNN and multi-metric
+LMNN; ``multipass``) and their estimators.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """
@@ -6,10 +7,11 @@ numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
 from fast_solver.multi_metric import MultiMetricLMNN, cluster_neighbors
+from fast_solver.multipass import MultiPassLMNN, MultiPassResult, solve_multipass
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "LMNN", "FastLMNNResult", "MultiMetricLMNN", "Stage", "cluster_neighbors", "impostor_pairs",
-    "impostor_radius", "solve",
+    "LMNN", "FastLMNNResult", "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "Stage",
+    "cluster_neighbors", "impostor_pairs", "impostor_radius", "solve", "solve_multipass",
 ]

@@ -20,7 +20,24 @@ from fast_solver.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 
 
-class LMNN(TransformerMixin, BaseEstimator):
+class LinearMetricTransformer(TransformerMixin):
+    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map."""
+
+    def transform(self, X):
+        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
+        check_is_fitted(self)
+        _reject_complex(X)
+        X = validate_data(self, X, reset=False)
+        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
+        return X @ self.components_.T
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+class LMNN(LinearMetricTransformer, BaseEstimator):
     """Large Margin Nearest Neighbor metric learning (Weinberger & Saul, JMLR 2009).
 
     Minimises eq. 14 over PSD metrics ``M`` with the certified smoothed-hinge
@@ -111,19 +128,6 @@ class LMNN(TransformerMixin, BaseEstimator):
         self.result_ = result
         warn_unless_converged(self, result)
         return self
-
-    def transform(self, X):
-        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_features)."""
-        check_is_fitted(self)
-        _reject_complex(X)
-        X = validate_data(self, X, reset=False)
-        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
-        return X @ self.components_.T
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def _initial_metric(self, d: int) -> np.ndarray | None:
         if isinstance(self.init, np.ndarray):
