@@ -128,7 +128,7 @@ class EnergyModel:
         Tc = T - p.X.mean(axis=0)
         products = np.einsum("bd,cde,be->cb", Tc, self.metrics, Tc)
         for start in range(0, p.n_samples, cols):
-            chunk = np.arange(start, min(start + cols, p.n_samples))
+            chunk = slice(start, start + cols)
             D = self._distances(Tc, products, chunk)
             impostor_sums(D, p.label_codes[chunk], radii, sorted_radii, count, total, own)
             for g in np.unique(metric_of):
@@ -150,16 +150,22 @@ class EnergyModel:
         V = (T[:, None, None, :] - self.problem.X[near]).reshape(-1, T.shape[1])
         return _quadratic_forms(V, self.metrics, self.clusters[near].ravel()).reshape(near.shape)
 
-    def _distances(self, Tc, products, chunk, metric=None) -> np.ndarray:
-        """``D(t, b)`` (rows of ``Tc``, chunk) by the Gram identity on centred inputs; column
-        ``b`` uses ``M_{c(b)}`` (eq. 16), or ``M_metric`` for every column when given."""
+    def _distances(self, Tc, products, chunk: slice, metric=None) -> np.ndarray:
+        """``D(t, b)`` (rows of ``Tc``, training points ``chunk``) by the Gram identity on
+        centred inputs; column ``b`` uses ``M_{c(b)}`` (eq. 16), or ``M_metric`` when given."""
         Xc = self.problem.X_centered[chunk]
-        owner = self.clusters[chunk] if metric is None else np.full(len(chunk), metric)
-        D = np.empty((len(Tc), len(chunk)))
-        for g in np.unique(owner):
-            cols = np.flatnonzero(owner == g)
-            D[:, cols] = (products[g, :, None] + self.self_products[g, chunk[cols]]
-                          - 2.0 * (Tc @ self.metrics[g]) @ Xc[cols].T)
+        owner = self.clusters[chunk]
+        groups = [metric] if metric is not None else np.unique(owner)
+        D = None if len(groups) == 1 else np.empty((len(Tc), len(Xc)))
+        for g in groups:
+            cols = slice(None) if D is None else np.flatnonzero(owner == g)
+            part = (Tc @ self.metrics[g]) @ Xc[cols].T
+            part *= -2.0
+            part += products[g, :, None]
+            part += self.self_products[g, chunk][cols]
+            if D is None:
+                return part
+            D[:, cols] = part
         return D
 
     def _check_test(self, X_test) -> np.ndarray:
