@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
+from threadpoolctl import threadpool_limits
 
 from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem, _quadratic_forms, check_inputs
 
@@ -108,9 +109,10 @@ class EnergyModel:
         per_row = K * p.k * (p.n_features + 5) + K * (len(self.metrics) + K)
         rows, cols = block_shape(len(T), p.n_samples, per_row)
         out = np.empty((len(T), len(p.classes)))
-        for start in range(0, len(T), rows):
-            block = slice(start, start + rows)
-            out[block] = self._block_energies(T[block], metric_of[block], cols)
+        with threadpool_limits(1, user_api="blas"):  # numba's threads, not BLAS's, use the cores
+            for start in range(0, len(T), rows):
+                block = slice(start, start + rows)
+                out[block] = self._block_energies(T[block], metric_of[block], cols)
         return out
 
     def _block_energies(self, T: np.ndarray, metric_of: np.ndarray, cols: int) -> np.ndarray:
