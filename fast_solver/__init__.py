@@ -12,5 +12,6 @@ from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "EnergyClassifier", "LMNN", "FastLMNNResult", "Stage", "energies", "impostor_pairs", "impostor_radius", "solve",
+    "EnergyClassifier", "LMNN", "FastLMNNResult", "Stage", "energies", "impostor_pairs",
+    "impostor_radius", "solve",
 ]

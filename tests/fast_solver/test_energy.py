@@ -31,8 +31,8 @@ def brute_force_energies(X, y, targets, mu, metrics, X_test, clusters, test_clus
         for c, label in enumerate(classes):
             members = np.flatnonzero(y == label)
             euclid = [float(np.sum((x - X[j]) ** 2)) for j in members]
-            near = [members[a] for a in sorted(range(len(members)), key=lambda a: (euclid[a], members[a]))]
-            near = near[:targets.shape[1]]
+            ranked = sorted(range(len(members)), key=lambda a: (euclid[a], members[a]))
+            near = [members[a] for a in ranked[:targets.shape[1]]]
             pull = sum(D(x, X[j], clusters[j]) for j in near)
             push = 0.0
             for j in near:
