@@ -1,9 +1,11 @@
 """The scalable LMNN solvers with a certified stop (``fast_solver.solver``: LMNN and multi-metric
-LMNN; ``multipass``) and their estimators.
+LMNN; ``multipass``), energy-based classification (``energy``) and their estimators.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """
 
+from fast_solver.energy import energies
+from fast_solver.energy_estimator import EnergyClassifier
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
 from fast_solver.multi_metric import MultiMetricLMNN, cluster_neighbors
@@ -12,6 +14,7 @@ from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "LMNN", "FastLMNNResult", "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "Stage",
-    "cluster_neighbors", "impostor_pairs", "impostor_radius", "solve", "solve_multipass",
+    "EnergyClassifier", "LMNN", "FastLMNNResult", "MultiMetricLMNN", "MultiPassLMNN",
+    "MultiPassResult", "Stage", "cluster_neighbors", "energies", "impostor_pairs",
+    "impostor_radius", "solve", "solve_multipass",
 ]

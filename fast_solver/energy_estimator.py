@@ -1,0 +1,99 @@
+"""scikit-learn classifier by energy (eq. 15) over any fitted metric learner."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fast_solver.energy import EnergyModel
+from fast_solver.estimators import LMNN, _reject_complex
+from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
+
+
+class EnergyClassifier(ClassifierMixin, BaseEstimator):
+    """Energy-based classification (Weinberger & Saul, JMLR 2009, sec. 3.5, eq. 15).
+
+    Fits a metric learner, then labels a test point by the hypothetical label that
+    adds the least LMNN loss (eq. 14) when the point joins the training set: its
+    pull to its ``k`` Euclidean-nearest points of that label, the impostors inside
+    its perimeters, and the training perimeters it invades. Every impostor counts.
+
+    Parameters
+    ----------
+    learner : estimator or None, default=None
+        The metric learner, cloned and fitted in ``fit``; None means
+        ``fast_solver.LMNN()``. After fit it must expose ``metric_`` (d, d), or for
+        several metrics (eq. 16) ``metrics_`` (C, d, d), ``clusters_`` (n,) and a
+        method ``test_clusters(X)`` returning the clusters of test points (m,) or
+        None (then the clusters must be the classes). The targets and ``mu`` come
+        from ``learner.result_.certificate.problem`` when it has one (as LMNN
+        does), else from its ``k`` and ``mu`` with Euclidean targets.
+
+    Attributes
+    ----------
+    learner_ : estimator
+        The fitted clone of ``learner``.
+    energy_model_ : EnergyModel
+        The training side of eq. 15 (data, targets, ``mu``, metrics, clusters).
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {"learner": [HasMethods(["fit"]), None]}
+
+    def __init__(self, learner=None):
+        self.learner = learner
+
+    @_fit_context(prefer_skip_nested_validation=False)  # the learner validates its own
+    def fit(self, X, y):
+        """Fit the learner on ``X`` (n_samples, n_features), ``y`` (n_samples,) and keep the
+        training side of eq. 15."""
+        _reject_complex(X)
+        X, y = validate_data(self, X, y, ensure_min_samples=2)
+        check_classification_targets(y)
+        if len(np.unique(y)) < 2:
+            raise ValueError("EnergyClassifier needs at least two classes, got 1 class; "
+                             "impostors are points of another class.")
+        learner = LMNN() if self.learner is None else clone(self.learner)
+        self.learner_ = learner.fit(X, y)
+        self.energy_model_ = _training_side(self.learner_, X, y)
+        self.classes_ = self.energy_model_.problem.classes
+        return self
+
+    def energy(self, X) -> np.ndarray:
+        """The energies E(t, c) of eq. 15, shape (n_samples, n_classes); lower is better."""
+        check_is_fitted(self)
+        _reject_complex(X)
+        X = validate_data(self, X, reset=False)
+        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
+        clusters = self.learner_.test_clusters(X) if hasattr(self.learner_, "metrics_") else None
+        return self.energy_model_.energies(X, test_clusters=clusters)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores with scikit-learn's convention (larger means more likely): ``-energy(X)``,
+        shape (n_samples, n_classes); with two classes ``E(t, 0) - E(t, 1)``, shape
+        (n_samples,), positive for ``classes_[1]``."""
+        E = self.energy(X)
+        return E[:, 0] - E[:, 1] if len(self.classes_) == 2 else -E
+
+    def predict(self, X) -> np.ndarray:
+        """The label of least energy (eq. 15), ties to the first of ``classes_``."""
+        E = self.energy(X)
+        return self.classes_[np.argmin(E, axis=1)]
+
+
+def _training_side(learner, X: np.ndarray, y: np.ndarray) -> EnergyModel:
+    """The learner's problem (data, targets, mu) and metric(s) as an ``EnergyModel``."""
+    problem = getattr(getattr(getattr(learner, "result_", None), "certificate", None), "problem", None)
+    if problem is None:
+        if not (hasattr(learner, "k") and hasattr(learner, "mu")):
+            raise TypeError(f"{type(learner).__name__} has neither result_.certificate.problem "
+                            "nor the parameters k and mu; energy classification needs its targets "
+                            "and mu.")
+        problem = LMNNProblem(X, y, k=learner.k, mu=learner.mu)
+    if hasattr(learner, "metrics_"):
+        return EnergyModel.from_problem(problem, learner.metrics_, learner.clusters_)
+    return EnergyModel.from_problem(problem, learner.metric_)
