@@ -14,6 +14,11 @@ instance passes when
 * neither side's bounds contradict the other's (a fast objective below the exact
   lower bound, or a fast lower bound above the exact optimum, would mean a
   broken objective or bound).
+
+Energy-based classification (eq. 15, ``--solvers energy``) is checked against the
+brute force of ``validation.energy_reference`` instead: with the fast solver's
+certified metric, the energies of ``ENERGY_POINTS`` of the instance's points under
+every label must agree to ``ENERGY_RTOL``.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mm_lmnn
+from validation.energy_reference import energies_by_loops
 from validation.instances import Instance, builtin_instances
 
 EXACT_TOL = 1e-7  # the reference is certified well inside the cross-check tolerance
@@ -35,13 +42,16 @@ FAST_SOLVERS: dict[str, Callable[[LMNNProblem, float], fast_solver.FastLMNNResul
     "lmnn": lambda problem, tol: fast_solver.solve(problem, tol=tol),
     "multi-metric": lambda problem, tol: fast_solver.solve(problem, clusters=problem.label_codes, tol=tol),
 }
-DEFAULT_SOLVERS = ("lmnn",)  # multi-metric does not yet pass every instance (README, "Status")
+ENERGY_POINTS = 12  # test points per instance for the brute force of eq. 15
+ENERGY_RTOL = 1e-9  # both sides compute eq. 15 exactly; only rounding may differ
+DEFAULT_SOLVERS = ("lmnn", "energy")  # multi-metric does not yet pass every instance (README, "Status")
 EXACT_SOLVERS: dict[str, Callable] = {  # (problem, fast result) -> certified exact result
     "lmnn": lambda problem, fast: solve_lmnn(problem, method="aggregated", start=fast.metric,
                                              tol=EXACT_TOL),
     "multi-metric": lambda problem, fast: solve_mm_lmnn(problem, method="aggregated",
                                                         start=fast.metric, tol=EXACT_TOL),
 }
+SOLVERS = (*FAST_SOLVERS, "energy")  # what --solvers accepts
 COLUMNS = ("instance", "solver", "n", "d", "k", "mu", "triplets", "exact_optimum", "exact_gap",
            "fast_objective", "fast_gap", "converged", "relative_difference", "exact_seconds",
            "fast_seconds", "passed")
@@ -50,9 +60,9 @@ COLUMNS = ("instance", "solver", "n", "d", "k", "mu", "triplets", "exact_optimum
 def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
                tol: float = 1e-6, jobs: int = 1, progress: bool = True) -> list[dict]:
     """One row per (instance, fast solver); see ``COLUMNS``."""
-    unknown = set(solvers) - set(FAST_SOLVERS)
+    unknown = set(solvers) - set(SOLVERS)
     if unknown:
-        raise ValueError(f"unknown fast solver(s) {sorted(unknown)}; choose from {sorted(FAST_SOLVERS)}.")
+        raise ValueError(f"unknown fast solver(s) {sorted(unknown)}; choose from {sorted(SOLVERS)}.")
     instances = builtin_instances() if instances is None else instances
     tasks = [delayed(check_instance)(instance, name, tol) for instance in instances for name in solvers]
     rows = Parallel(n_jobs=jobs, return_as="generator")(tasks)
@@ -61,6 +71,8 @@ def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
 
 def check_instance(instance: Instance, solver: str, tol: float) -> dict:
     """Run one fast solver on ``instance``, then certify the exact optimum."""
+    if solver == "energy":
+        return check_energy(instance, tol)
     problem = instance.problem()
     start = time.perf_counter()
     fast = FAST_SOLVERS[solver](problem, tol)
@@ -80,6 +92,32 @@ def check_instance(instance: Instance, solver: str, tol: float) -> dict:
         "exact_gap": exact.relative_gap, "fast_objective": fast.upper, "fast_gap": fast.relative_gap,
         "converged": fast.converged, "relative_difference": difference,
         "exact_seconds": exact_seconds, "fast_seconds": fast_seconds, "passed": bool(passed),
+    }
+
+
+def check_energy(instance: Instance, tol: float) -> dict:
+    """Eq. 15 with the fast solver's certified metric against ``energies_by_loops``."""
+    problem = instance.problem()
+    start = time.perf_counter()
+    fast = fast_solver.solve(problem, tol=tol)
+    points = problem.X[np.unique(np.linspace(0, problem.n_samples - 1, ENERGY_POINTS).astype(int))]
+    energy = fast_solver.energies(problem.X, problem.y, problem.targets, problem.mu, fast.metric, points)
+    fast_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    classes = len(problem.classes)
+    reference = energies_by_loops(problem.X, problem.label_codes, problem.targets, problem.mu,
+                                  fast.metric[None], points, np.zeros(problem.n_samples, np.intp),
+                                  np.zeros((len(points), classes), np.intp))
+    difference = float(np.abs(energy - reference).max() / max(np.abs(reference).max(), 1e-300))
+    passed = fast.converged and fast.relative_gap <= tol and difference <= ENERGY_RTOL
+    return {
+        "instance": instance.name, "solver": "energy", "n": problem.n_samples,
+        "d": problem.n_features, "k": problem.k, "mu": problem.mu,
+        "triplets": problem.n_triplets, "exact_optimum": float(reference.sum()), "exact_gap": 0.0,
+        "fast_objective": float(energy.sum()), "fast_gap": fast.relative_gap,
+        "converged": fast.converged, "relative_difference": difference,
+        "exact_seconds": time.perf_counter() - start, "fast_seconds": fast_seconds,
+        "passed": bool(passed),
     }
 
 

@@ -1,4 +1,5 @@
-"""Energy-based classification (eq. 15): brute force, blocks, multi-metric, the estimator."""
+"""Energy-based classification (eq. 15): against the brute force of ``validation.energy_reference``,
+blocks, multi-metric, the estimator."""
 
 from __future__ import annotations
 
@@ -15,34 +16,7 @@ from sklearn.utils.estimator_checks import check_estimator
 import fast_solver.energy as energy_module
 from fast_solver import LMNN, EnergyClassifier, energies
 from lmnn_sdp.core.problem import LMNNProblem
-
-
-def brute_force_energies(X, y, targets, mu, metrics, X_test, clusters, test_clusters):
-    """Eq. 15 by explicit loops; ``metrics`` (C, d, d), ``clusters`` (n,), ``test_clusters``
-    (m, K): the cluster of test point t under each hypothetical label."""
-    classes = np.unique(y)
-
-    def D(a, b, g):
-        v = a - b
-        return float(v @ metrics[g] @ v)
-
-    E = np.zeros((len(X_test), len(classes)))
-    for t, x in enumerate(X_test):
-        for c, label in enumerate(classes):
-            members = np.flatnonzero(y == label)
-            euclid = [float(np.sum((x - X[j]) ** 2)) for j in members]
-            ranked = sorted(range(len(members)), key=lambda a: (euclid[a], members[a]))
-            near = [members[a] for a in ranked[:targets.shape[1]]]
-            pull = sum(D(x, X[j], clusters[j]) for j in near)
-            push = 0.0
-            for j in near:
-                for l in np.flatnonzero(y != label):
-                    push += max(0.0, 1 + D(x, X[j], clusters[j]) - D(x, X[l], clusters[l]))
-            for i in np.flatnonzero(y != label):
-                for j in targets[i]:
-                    push += max(0.0, 1 + D(X[i], X[j], clusters[j]) - D(X[i], x, test_clusters[t, c]))
-            E[t, c] = (1 - mu) * pull + mu * push
-    return E
+from validation.energy_reference import energies_by_loops
 
 
 def random_psd(rng, d, scale=1.0):
@@ -66,7 +40,7 @@ def data():
 def test_single_metric_matches_brute_force(data, mu):
     X, y, targets, X_test, rng = data
     M = random_psd(rng, 3)
-    expected = brute_force_energies(X, y, targets, mu, M[None], X_test, np.zeros(25, int),
+    expected = energies_by_loops(X, y, targets, mu, M[None], X_test, np.zeros(25, int),
                                     np.zeros((6, 3), int))
     np.testing.assert_allclose(energies(X, y, targets, mu, M, X_test), expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(energies(X, y, targets, mu, M[None], X_test), expected, rtol=1e-10,
@@ -88,7 +62,7 @@ def test_class_clusters_match_brute_force(data, mu):
     # clusters are the classes and no test_clusters: label c measures D(i, t) with M_c
     X, y, targets, X_test, rng = data
     metrics = np.stack([random_psd(rng, 3, s) for s in (0.5, 1.0, 2.0)])
-    expected = brute_force_energies(X, y, targets, mu, metrics, X_test, y, np.tile(np.arange(3), (6, 1)))
+    expected = energies_by_loops(X, y, targets, mu, metrics, X_test, y, np.tile(np.arange(3), (6, 1)))
     got = energies(X, y, targets, mu, metrics, X_test, clusters=y)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
@@ -99,7 +73,7 @@ def test_arbitrary_clusters_with_test_clusters_match_brute_force(data, mu):
     clusters = (X[:, 0] > np.median(X[:, 0])).astype(int)  # a split across the classes
     test_clusters = np.array([0, 1, 1, 0, 1, 0])
     metrics = np.stack([random_psd(rng, 3, 0.5), random_psd(rng, 3, 2.0)])
-    expected = brute_force_energies(X, y, targets, mu, metrics, X_test, clusters,
+    expected = energies_by_loops(X, y, targets, mu, metrics, X_test, clusters,
                                     np.repeat(test_clusters[:, None], 3, axis=1))
     got = energies(X, y, targets, mu, metrics, X_test, clusters=clusters, test_clusters=test_clusters)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
@@ -138,7 +112,7 @@ def test_one_test_point_and_ties_go_to_the_smaller_index(data):
     x = X[:1] + 1e-3
     near = energy_module.nearest_per_class(x, X, y.astype(np.intp), 3, 1)
     assert near[0, 0, 0] == 0
-    expected = brute_force_energies(X, y, targets, 0.5, metrics, x, clusters, np.ones((1, 3), int))
+    expected = energies_by_loops(X, y, targets, 0.5, metrics, x, clusters, np.ones((1, 3), int))
     got = energies(X, y, targets, 0.5, metrics, x, clusters=clusters, test_clusters=[1])
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
@@ -220,7 +194,7 @@ def test_predictions_are_the_argmin_of_the_brute_force(iris_split):
     X, y, X_test, _ = iris_split
     model = EnergyClassifier(LMNN(k=2, mu=0.5)).fit(X, y)
     problem = model.learner_.result_.certificate.problem
-    expected = brute_force_energies(X, y, problem.targets, 0.5, model.learner_.metric_[None],
+    expected = energies_by_loops(X, y, problem.targets, 0.5, model.learner_.metric_[None],
                                     X_test[:20], np.zeros(75, int), np.zeros((20, 3), int))
     np.testing.assert_allclose(model.energy(X_test[:20]), expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(model.predict(X_test[:20]), np.argmin(expected, axis=1))
@@ -235,7 +209,7 @@ def test_multi_metric_learners_use_their_clusters(iris_split, by_sign):
     test = (X_test[:, 0] > 0).astype(int) if by_sign else np.arange(3)
     per_label = np.broadcast_to(test[:, None] if by_sign else test, (len(X_test), 3))
     problem = learner.result_.certificate.problem
-    expected = brute_force_energies(X, y, problem.targets, 0.5, learner.metrics_, X_test,
+    expected = energies_by_loops(X, y, problem.targets, 0.5, learner.metrics_, X_test,
                                     learner.clusters_, per_label)
     np.testing.assert_allclose(model.energy(X_test), expected, rtol=1e-10)
 
