@@ -26,9 +26,10 @@ COMMANDS = {  # each command and a phrase of its description (its --help)
 }
 
 
-def _row(out: str, instance: str) -> list[str]:
-    """The cells of the printed table row of ``instance``."""
-    rows = [line.split() for line in out.splitlines() if line.split()[:1] == [instance]]
+def _row(out: str, instance: str, solver: str | None = "lmnn") -> list[str]:
+    """The cells of the printed table row of ``instance`` (and ``solver``, unless None)."""
+    key = [instance] if solver is None else [instance, solver]
+    rows = [line.split() for line in out.splitlines() if line.split()[:len(key)] == key]
     assert len(rows) == 1, out
     return rows[0]
 
@@ -85,13 +86,13 @@ def test_python_m_validation_is_the_same_command():
 def test_main_job_is_the_crosscheck(capsys):
     assert main(["--suite", "builtin", "--instances", "rank-deficient", "class-of-k+1"]) == 0
     out = capsys.readouterr().out
-    assert "2 of 2 passed (tolerance 1e-06 relative)" in out
+    assert "4 of 4 passed (tolerance 1e-06 relative)" in out  # LMNN and energy (eq. 15) each
     optimum = float(_row(out, "rank-deficient-n15-d5-k2-mu0.2")[7])  # the exact_optimum cell
     assert optimum == pytest.approx(48.371398, rel=1e-8)  # certified in the corpus
 
 
 def test_crosscheck_prints_a_passing_row_for_the_named_instance(capsys):
-    assert main(["crosscheck", "--suite", "builtin", "--instances", "iris-n60"]) == 0
+    assert main(["crosscheck", "--suite", "builtin", "--instances", "iris-n60", "--solvers", "lmnn"]) == 0
     out = capsys.readouterr().out
     row = _row(out, "iris-n60-k2-mu0.5")
     assert row[1] == "lmnn" and row[-1] == "True"  # the passed column
@@ -104,10 +105,23 @@ def test_crosscheck_exits_1_when_the_fast_solver_stops_early(monkeypatch, capsys
 
     monkeypatch.setitem(crosscheck.FAST_SOLVERS, "lmnn",
                         lambda problem, tol: fast_solver.solve(problem, max_iter=3))
-    assert main(["--suite", "builtin", "--instances", "iris-n60"]) == 1
+    assert main(["--suite", "builtin", "--instances", "iris-n60", "--solvers", "lmnn"]) == 1
     out = capsys.readouterr().out
     assert _row(out, "iris-n60-k2-mu0.5")[-1] == "False"
     assert "0 of 1 passed" in out and "FAILED: iris-n60-k2-mu0.5 (lmnn)" in out
+
+
+def test_energy_rows_fail_when_eq15_is_off_by_a_little(monkeypatch):
+    import fast_solver
+    from validation import crosscheck
+    from validation.instances import builtin_instances
+
+    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    assert crosscheck.crosscheck(instance, ("energy",), progress=False)[0]["passed"]
+    energies = fast_solver.energies
+    monkeypatch.setattr(fast_solver, "energies", lambda *a, **kw: energies(*a, **kw) * (1 + 1e-8))
+    row = crosscheck.crosscheck(instance, ("energy",), progress=False)[0]
+    assert not row["passed"] and row["relative_difference"] == pytest.approx(1e-8, rel=1e-3)
 
 
 def test_crosscheck_names_instances_that_match_nothing(capsys):
@@ -188,7 +202,7 @@ def test_data_list_shows_where_fetched_data_is(capsys, tmp_path, monkeypatch):
     (folder / source.marker).touch()
     monkeypatch.setattr(datasets, "SYSTEM_ROOT", tmp_path / "elsewhere")
     assert main(["data", "list", "--cache", str(tmp_path)]) == 0
-    assert _row(capsys.readouterr().out, "mlbench") == ["mlbench", source.package, str(folder)]
+    assert _row(capsys.readouterr().out, "mlbench", None) == ["mlbench", source.package, str(folder)]
 
 
 def test_data_fetch_failure_exits_1_with_the_reason(capsys, tmp_path, monkeypatch):
