@@ -6,11 +6,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from fast_solver.energy import EnergyModel
-from fast_solver.estimators import LMNN, _reject_complex
-from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
+from fast_solver.estimators import LMNN, _reject_complex, fitted_inputs
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 class EnergyClassifier(ClassifierMixin, BaseEstimator):
@@ -65,10 +65,7 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
 
     def energy(self, X) -> np.ndarray:
         """The energies E(t, c) of eq. 15, shape (n_samples, n_classes); lower is better."""
-        check_is_fitted(self)
-        _reject_complex(X)
-        X = validate_data(self, X, reset=False)
-        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
+        X = fitted_inputs(self, X)
         clusters = self.learner_.test_clusters(X) if hasattr(self.learner_, "metrics_") else None
         return self.energy_model_.energies(X, test_clusters=clusters)
 

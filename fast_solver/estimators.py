@@ -25,11 +25,7 @@ class LinearMetricTransformer(TransformerMixin):
 
     def transform(self, X):
         """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
-        check_is_fitted(self)
-        _reject_complex(X)
-        X = validate_data(self, X, reset=False)
-        check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
-        return X @ self.components_.T
+        return fitted_inputs(self, X) @ self.components_.T
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -152,6 +148,16 @@ def labelled_problem(estimator: BaseEstimator, X, y) -> LMNNProblem:
         raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
                          "impostors are points of another class.")
     return LMNNProblem(X, y, k=estimator.k, mu=estimator.mu)
+
+
+def fitted_inputs(estimator: BaseEstimator, X) -> np.ndarray:
+    """``X`` (n_samples, n_features) checked for a fitted ``estimator``: scikit-learn's
+    validation against the features seen in ``fit``, complex input and dates refused."""
+    check_is_fitted(estimator)
+    _reject_complex(X)
+    X = validate_data(estimator, X, reset=False)
+    check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
+    return X
 
 
 def warn_unless_converged(estimator: BaseEstimator, result) -> None:

@@ -15,12 +15,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fast_solver.estimators import _ProgressTable, _reject_complex, labelled_problem, warn_unless_converged
+from fast_solver.estimators import _ProgressTable, fitted_inputs, labelled_problem, warn_unless_converged
 from fast_solver.impostors import SEARCH_METHODS
 from fast_solver.solver import solve
-from lmnn_sdp.core.problem import BLOCK_BYTES, check_real_dtype
+from lmnn_sdp.core.problem import BLOCK_BYTES
 from lmnn_sdp.core.psd import psd_factor
 
 
@@ -140,7 +139,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Majority vote of the ``n_neighbors`` nearest training points under eq. 16's
         distances; shape (n_samples,)."""
-        X = self._test_inputs(X)
+        X = fitted_inputs(self, X)
         X_train, codes = self._training
         votes = codes[cluster_neighbors(X_train, self.metrics_, self.clusters_, X, self.n_neighbors)]
         counts = np.zeros((len(X), len(self.classes_)), dtype=np.intp)
@@ -150,7 +149,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def test_clusters(self, X) -> np.ndarray | None:
         """The k-means cluster of each row of ``X`` (m,), or None when the clusters are the
         classes (a test point then belongs to the cluster of its hypothetical label)."""
-        X = self._test_inputs(X)
+        X = fitted_inputs(self, X)
         return None if self.kmeans_ is None else self.kmeans_.predict(X).astype(np.intp)
 
     def _clusters(self, problem):
@@ -165,10 +164,3 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             raise ValueError(f"k-means found only {found} distinct clusters of the {self.clusters} "
                              f"asked (repeated points?); use clusters <= {found}.")
         return kmeans.labels_.astype(np.intp), kmeans
-
-    def _test_inputs(self, X) -> np.ndarray:
-        check_is_fitted(self)
-        _reject_complex(X)
-        X = validate_data(self, X, reset=False)
-        check_real_dtype(X.dtype, "X")
-        return X.astype(float, copy=False)

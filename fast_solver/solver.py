@@ -183,8 +183,9 @@ class _Run:
 
     def __init__(self, problem: LMNNProblem, clusters, band: float, search: str, tol: float):
         self.problem, self.tol = problem, tol
-        self.clusters = None if clusters is None else cluster_owner(problem, clusters)
-        self.whitening: ClusterWhitening = whiten_clusters(problem, cluster_owner(problem, clusters))
+        owner = cluster_owner(problem, clusters)
+        self.clusters = None if clusters is None else owner  # None proves LMNN, else eq. 16
+        self.whitening: ClusterWhitening = whiten_clusters(problem, owner)
         self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
@@ -404,9 +405,10 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
         t = max(np.linalg.norm(M[c]), 1.0) / np.linalg.norm(D[c]) * 1e-3
         base, value = along(0.0), along(t)
         for _ in range(60):
-            if along(2 * t) >= value:
+            doubled = along(2 * t)
+            if doubled >= value:
                 break
-            t, value = 2 * t, along(2 * t)
+            t, value = 2 * t, doubled
         best = scipy.optimize.minimize_scalar(along, bounds=(0.0, 2 * t), method="bounded",
                                               options={"xatol": 1e-6 * t})
         if best.fun < base:
