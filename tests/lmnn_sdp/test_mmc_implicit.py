@@ -116,6 +116,21 @@ def test_sums_over_implicit_pairs_match_the_explicit_ones(seed, diagonal):
                        pairs.dissimilar_extent(explicit, basis), rtol=1e-9)
 
 
+def test_a_metric_with_a_diagonal_spanning_1e10_is_summed_accurately():
+    """An eigen-factor of M itself would carry an error eps ||M|| = 1e-16 that is 1e-6 of
+    the smallest diagonal entry; the factor of the equilibrated M does not."""
+    X, y = random_instance(7)
+    explicit, implicit = both(X, y)
+    v = np.array([1e-5, 1.0, 0.3, 2.0])
+    M = np.outer(v, v) + 1e-18 * np.eye(4)
+    exact, exact_rounding = pairs.similar_sums(explicit, M)
+    total, rounding = pairs.similar_sums(implicit, M)
+    assert abs(total - exact) <= rounding + exact_rounding
+    assert total == pytest.approx(exact, rel=1e-13) and rounding <= 1e-12 * total
+    cert = certify_mmc(X, M, y, implicit=True)
+    assert cert.value == pytest.approx(certify_mmc(X, M, y).value, rel=1e-12)
+
+
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_tangent_sums_at_every_floor_match_a_brute_force_sum(diagonal):
     """G(f) = sum u u^T / (2 max(r, f)) and sum(max(r, f)) for each floor, with a
