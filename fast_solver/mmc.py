@@ -138,14 +138,18 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
                                          whitening)
             timings["solve"] += certified_at - tick
             timings["certify"] += time.perf_counter() - certified_at
-            if certificate.certified or n_iter >= max_iter or stop == "stalled" or not steps:
-                stop = "stalled" if not steps else stop
-                break
-            target *= TARGET_STEP
+            if certificate.certified:
+                stop = "certified"
+            elif n_iter >= max_iter:
+                stop = "max_iter"
+            elif stop == "stalled" or steps == 0:
+                stop = "stalled"
+            else:
+                target *= TARGET_STEP
+                continue
+            break
     timings["total"] = time.perf_counter() - start
-    return FastMMCResult(certificate, n_iter, rounds, gap,
-                         "certified" if certificate.certified else
-                         ("stalled" if stop == "stalled" else "max_iter"), timings)
+    return FastMMCResult(certificate, n_iter, rounds, gap, stop, timings)
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,8 @@ class _WhitenedPairs:
         return self.ZT.shape[0]
 
     def run(self, point: np.ndarray, target: float, budget: int, bar) -> tuple:
-        """One round of the inner method from ``point``: ``(point, steps, gap, stop)``."""
+        """One round of the inner method from ``point``: ``(point, steps, gap, stop)``, the
+        stop as in ``fast_solver.xing.NewtonRun``."""
         def callback(step, value, gap):
             bar.update(1 if step else 0)
             bar.set_postfix(f=f"{value:.10g}", gap=f"{gap:.2e}", refresh=False)
@@ -180,8 +185,8 @@ class _WhitenedPairs:
             return run.b, run.iterations, run.gap, run.stop
         run = ascend(self.gradient, start_point(point, False), False, target, budget,
                      ANDERSON_MEMORY, callback)
-        stalled = run.gap > target and run.steps < budget
-        return run.B, run.steps, run.gap, "stalled" if stalled else "max_iter"
+        stop = "target" if run.gap <= target else "stalled" if run.steps < budget else "max_iter"
+        return run.B, run.steps, run.gap, stop
 
     def gradient(self, B: np.ndarray) -> Gradient:
         """``f`` and ``G`` of (GPM) at ``B`` (r, r), one pass (``gradient_rows``)."""

@@ -113,7 +113,6 @@ def _distances(TT, i, start, size, S):  # pragma: no cover - compiled
         for b in range(size):
             diff = ti - TT[a, start + b]
             S[b] += diff * diff
-    return S
 
 
 @njit(inline="always")
