@@ -18,7 +18,8 @@ with the diagonal condition of step 2, over diagonal ones (the ``H*`` of (XING-M
    is needed. (WD) is the Lagrange dual of ``max <A, G_s> s.t. <A, Sigma> <= 1``.
 3. The smallest multiplier. Let ``W`` (d, r) satisfy ``W^T Sigma W = I_r`` with
    ``range(W) = range(Sigma)`` (``W = Q_r diag(1 / sigma_r)`` from the SVD of the stacked
-   ``v_q``; diagonal: ``W = diag(sigma^{-1/2})`` on the features with ``sigma_k > 0``).
+   ``v_q``, or of the rows ``sqrt(n_c) (x_i - m_c)`` for label pairs, ``pairs.similar_factor``;
+   diagonal: ``W = diag(sigma^{-1/2})`` on the features with ``sigma_k > 0``).
    If some ``u_p`` leaves ``range(Sigma)`` the problem is unbounded (``A = t z z^T`` with
    ``Sigma z = 0``, ``u_p^T z != 0`` is feasible for every ``t``) and we raise. Otherwise
    ``G_s`` lives on ``range(Sigma)`` and, by congruence with ``W``, ``lambda Sigma - G_s``
@@ -41,7 +42,7 @@ sum over pairs is re-derived blockwise (``lmnn_sdp.mmc.pairs``). Their grid stop
 floor one by one, and larger floors only help poor candidates.
 
 Rounding. ``lambda(s)`` is one eigenvalue of a sum of ``P`` outer products formed in
-whitened coordinates. The relative allowance ``e = 16 eps (N + d^2) + 2 ||W^T Sigma W - I||_2``
+whitened coordinates (implicit pairs: on the inputs, then ``W^T G_s W``). The relative allowance ``e = 16 eps (N + d^2) + 2 ||W^T Sigma W - I||_2``
 (the second term measured for the computed ``W``) covers its rounding to first order
 (about 1e-10 on iris and wine); ``N`` is the longest run of terms a sum over pairs
 adds (``pairs.summation_depth``: ``P + S`` for explicit pairs, about ``P / 256`` for

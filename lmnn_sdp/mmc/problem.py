@@ -3,7 +3,9 @@ r"""MMC's data and objectives (Xing et al. 2002; JMLR 2009, sec. 2.3.1), numpy o
 Notation of every module of ``lmnn_sdp.mmc``. ``S`` holds the similar pairs, ``D`` the
 dissimilar ones; ``u_p = x_i - x_j`` for ``p = (i, j)`` in ``D``, ``v_q`` likewise for
 ``q`` in ``S``; ``D_A(p) = u_p^T A u_p``; ``Sigma = sum_q v_q v_q^T`` (the similar
-scatter), so ``sum_S D_A = <A, Sigma>``.
+scatter), so ``sum_S D_A = <A, Sigma>``. The pairs are index arrays, or implicit: all
+label pairs of ``y``, never formed (``mmc_problem(..., implicit=True)``) and summed over
+blockwise by ``lmnn_sdp.mmc.pairs``.
 
 Full metric (JMLR 2009, sec. 2.3.1)::
 
