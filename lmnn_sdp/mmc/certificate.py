@@ -18,16 +18,23 @@ upper - lower = log(bound / feasible_value)``, the maximisation's relative gap i
 scale. ``certified`` is ``relative_gap <= tol``.
 
 The evidence is the problem (``X``, the index pairs, the labels when the pairs came
-from them), ``M``, the tangent points (P,) and the multiplier. ``verify()`` re-derives
-the numbers from it with numpy alone and refuses any stated number it does not
-reproduce or prove; ``save``/``load`` write and read the corpus format
-(``lmnn_sdp.certificates.storage``: arrays ``X``, ``y`` when known, ``similar``,
-``dissimilar``, ``M``, ``tangents``, ``multiplier``; fields ``problem``, ``n``, ``d``,
-``classes``, ``similar``, ``dissimilar``, ``value``, ``bound``
-(= bound), ``relative_gap``, ``certified``, ``tol``).
+from them), ``M``, the tangent points (P,) and the multiplier. Implicit label pairs
+(``mmc_problem(..., implicit=True)``; letters has 1.2e8) keep no pairs and no tangents:
+their tangents follow from ``M`` by a ``TangentRule`` (a floor and a scale,
+``lmnn_sdp.mmc.bound``). ``verify()`` re-derives the numbers from the evidence (numpy,
+and the numba kernels of ``lmnn_sdp.mmc.kernels`` for implicit pairs) and refuses any
+stated number it does not reproduce or prove; ``save``/``load`` write and read the
+corpus format (``lmnn_sdp.certificates.storage``: arrays ``X``, ``y`` when known,
+``similar``, ``dissimilar``, ``M``, ``tangents``, ``multiplier``, or for implicit pairs
+``X``, ``y``, ``M``, ``tangent_floor``, ``tangent_scale``, ``multiplier``; fields
+``problem``, ``n``, ``d``, ``classes``, ``similar``, ``dissimilar`` (pair counts),
+``value``, ``bound``, ``relative_gap``, ``certified``, ``tol``, and ``pairs = "labels"``
+for implicit pairs).
 
-Rounding. ``bound`` carries the allowance of ``lmnn_sdp.mmc.bound``. Distances are
-evaluated in twice the working precision (``accurate_distances``): the optimal metric
+Rounding. ``bound`` carries the allowance of ``lmnn_sdp.mmc.bound``. Distances of
+explicit pairs are evaluated in twice the working precision (``accurate_distances``;
+implicit pairs: in plain floating point with a bound on its error,
+``lmnn_sdp.mmc.pairs``): the optimal metric
 nearly cancels on every similar pair, and in plain floating point ``u^T M u`` loses up
 to nine digits when features differ in scale by 1e5. What remains is the float ``M``
 itself, PSD and scaled only up to the rounding of its entries; ``feasible_value``
@@ -44,10 +51,17 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import relative_gap as _relative_gap
 from lmnn_sdp.certificates import storage
+from lmnn_sdp.mmc import pairs
 from lmnn_sdp.mmc.bound import (
+    IMPLICIT_FLOORS,
+    TangentRule,
     Whitening,
+    best_rule,
     best_tangents,
+    check_rule,
     covering_multiplier,
+    rule_bound,
+    smallest_multiplier,
     weak_duality_bound,
     whiten,
 )
@@ -57,7 +71,6 @@ from lmnn_sdp.mmc.problem import (
     accurate_distances,
     check_metric,
     check_tol,
-    entry_rounding,
     mmc_problem,
     psd_part,
 )
@@ -74,11 +87,13 @@ class MMCCertificate:
     Attributes
     ----------
     problem : MMCProblem
-        ``X`` (n, d), ``similar`` (S, 2), ``dissimilar`` (P, 2), ``diagonal``, ``y``.
+        ``X`` (n, d), ``similar`` (S, 2), ``dissimilar`` (P, 2), ``diagonal``, ``y``
+        (no pairs when they are implicit).
     M : ndarray of shape (d, d)
         PSD (diagonal for (XING)) with ``<M, Sigma> = 1``: the array ``M`` of the files.
-    tangents : ndarray of shape (P,)
-        Tangent points ``s_p > 0``, one per dissimilar pair.
+    tangents : ndarray of shape (P,), or TangentRule
+        Tangent points ``s_p > 0``, one per dissimilar pair; for implicit pairs the rule
+        that derives them from ``M``.
     multiplier : float
         ``lambda`` with ``lambda Sigma - G_s`` PSD (diagonal: on the diagonal).
     value, bound : float
@@ -102,7 +117,7 @@ class MMCCertificate:
 
     problem: MMCProblem
     M: np.ndarray
-    tangents: np.ndarray
+    tangents: np.ndarray | TangentRule
     multiplier: float
     value: float
     bound: float
@@ -191,13 +206,19 @@ class MMCCertificate:
     def record(self) -> tuple[dict, dict]:
         """``(arrays, fields)`` of the corpus format (module docstring)."""
         p = self.problem
-        arrays = {"X": p.X, "similar": p.similar, "dissimilar": p.dissimilar, "M": self.M,
-                  "tangents": self.tangents, "multiplier": np.float64(self.multiplier)}
+        arrays = {"X": p.X, "M": self.M, "multiplier": np.float64(self.multiplier)}
         if p.y is not None:
             arrays["y"] = p.y
+        if p.implicit:
+            arrays.update(tangent_floor=np.float64(self.tangents.floor),
+                          tangent_scale=np.float64(self.tangents.scale))
+        else:
+            arrays.update(similar=p.similar, dissimilar=p.dissimilar, tangents=self.tangents)
         fields = {"problem": self.kind, **_sizes(p), "value": self.value,
                   "bound": self.bound, "relative_gap": self.relative_gap,
                   "certified": self.certified, "tol": self.tol}
+        if p.implicit:
+            fields["pairs"] = "labels"
         return arrays, fields
 
     def save(self, path) -> tuple:
@@ -218,13 +239,16 @@ class MMCCertificate:
             raise ValueError(f"{path}: the fields lack {missing}; not an MMC certificate.")
         if fields["problem"] not in KINDS:
             raise ValueError(f"{path}: problem={fields['problem']!r} is not one of {KINDS}.")
-        problem = _stored_problem(arrays, fields["problem"] == "mmc-diagonal", path)
+        implicit = fields.get("pairs") == "labels"
+        problem = _stored_problem(arrays, fields["problem"] == "mmc-diagonal", implicit, path)
         for name, value in _sizes(problem).items():
             if fields[name] != value:
                 raise ValueError(f"{path}: the fields say {name}={fields[name]!r} but the "
                                  f"arrays give {value!r}; the certificate is refused.")
         M = check_metric(arrays["M"], problem.X.shape[1], problem.diagonal, name="M")
-        return cls(problem=problem, M=M, tangents=arrays["tangents"],
+        tangents = (TangentRule(float(arrays["tangent_floor"]), float(arrays["tangent_scale"]))
+                    if implicit else arrays["tangents"])
+        return cls(problem=problem, M=M, tangents=tangents,
                    multiplier=float(arrays["multiplier"]), value=fields["value"],
                    bound=fields["bound"],
                    feasible_value=evaluate(problem, M).feasible_value,
@@ -236,7 +260,8 @@ class MMCCertificate:
 def prove(problem: MMCProblem, M, tangents, multiplier, *, tol: float = 1e-6,
           whitening: Whitening | None = None,
           min_eigenvalue: float | None = None) -> MMCCertificate:
-    """The certificate that ``tangents`` (P,) and ``multiplier`` give the metric ``M`` (d, d).
+    """The certificate that ``tangents`` (P,) (implicit pairs: a ``TangentRule``) and
+    ``multiplier`` give the metric ``M`` (d, d).
 
     ``M`` must be feasible: PSD (diagonal for (XING)) up to rounding, and
     ``<M, Sigma> = 1`` up to the rounding of its entries and the allowance of
@@ -251,16 +276,27 @@ def prove(problem: MMCProblem, M, tangents, multiplier, *, tol: float = 1e-6,
     tol = check_tol(tol)
     whitening = whitening or whiten(problem)
     M = check_metric(M, problem.X.shape[1], problem.diagonal, name="M")
-    evaluation = evaluate(problem, M)
+    sums = None
+    if problem.implicit:
+        tangents = check_rule(tangents)
+        dissimilar, sums = pairs.tangent_sums(problem, M, np.array([tangents.floor]))
+        evaluation = evaluate(problem, M, dissimilar)
+    else:
+        tangents = np.asarray(tangents, dtype=float)
+        evaluation = evaluate(problem, M)
     if not abs(evaluation.scale - 1.0) <= whitening.allowance + evaluation.scale_rounding:
         raise ValueError(f"certificate refused: M is not scaled to the similar constraint: "
                          f"sum_S D_M = {evaluation.scale!r}, not 1 (certify_mmc rescales "
                          "a candidate).")
-    bound = weak_duality_bound(problem.dissimilar_differences @ whitening.W, tangents,
-                               multiplier, problem.diagonal, whitening.allowance)
+    if problem.implicit:
+        bound = rule_bound(sums, tangents, multiplier, whitening.W, problem.diagonal,
+                           whitening.allowance, whitening.depth)
+    else:
+        bound = weak_duality_bound(problem.dissimilar_differences @ whitening.W, tangents,
+                                   multiplier, problem.diagonal, whitening.allowance)
     gap = _gap(evaluation.feasible_value, bound, problem.diagonal)
     return MMCCertificate(
-        problem=problem, M=M, tangents=np.asarray(tangents, dtype=float),
+        problem=problem, M=M, tangents=tangents,
         multiplier=float(multiplier), value=evaluation.value, bound=bound,
         feasible_value=evaluation.feasible_value, relative_gap=gap,
         certified=bool(gap <= tol), tol=tol,
@@ -269,7 +305,8 @@ def prove(problem: MMCProblem, M, tangents, multiplier, *, tol: float = 1e-6,
 
 
 def certify_mmc(X, metric, y=None, similar=None, dissimilar=None,
-                diagonal: bool = False, tol: float = 1e-6) -> MMCCertificate:
+                diagonal: bool = False, tol: float = 1e-6,
+                implicit: bool = False) -> MMCCertificate:
     """Rigorous bounds on the MMC optimum from any candidate metric.
 
     The bound (WD) uses tangent points at the candidate's own distances
@@ -290,13 +327,16 @@ def certify_mmc(X, metric, y=None, similar=None, dissimilar=None,
         Certify for (XING) instead of (MMC).
     tol : float
         Gap up to which the candidate counts as certified.
+    implicit : bool
+        With ``y``: never form the label pairs (``mmc_problem``); for large ``n``.
 
     Returns
     -------
     MMCCertificate
     """
     tol = check_tol(tol)
-    return certify_metric(mmc_problem(X, y, similar, dissimilar, diagonal), metric, tol)
+    return certify_metric(mmc_problem(X, y, similar, dissimilar, diagonal, implicit), metric,
+                          tol)
 
 
 def certify_metric(problem: MMCProblem, metric, tol: float,
@@ -306,17 +346,34 @@ def certify_metric(problem: MMCProblem, metric, tol: float,
     whitening = whitening or whiten(problem)
     candidate = check_metric(metric, problem.X.shape[1], problem.diagonal)
     psd, min_eigenvalue = psd_part(candidate)
-    scale = float(np.sum(accurate_distances(problem.similar_differences, psd)))
+    scale = pairs.similar_sums(problem, psd)[0]
     if not scale > 0:
         raise ValueError("metric gives every similar pair distance 0, so it is 0 on the "
                          "span of the data and no rescaling of it has a positive objective.")
     M = psd / scale
+    tangents, lam = (_rule if problem.implicit else _explicit_tangents)(problem, M, whitening)
+    multiplier = covering_multiplier(lam, whitening.allowance)
+    return prove(problem, M, tangents, multiplier, tol=tol, whitening=whitening,
+                 min_eigenvalue=min_eigenvalue)
+
+
+def _explicit_tangents(problem: MMCProblem, M: np.ndarray,
+                       whitening: Whitening) -> tuple[np.ndarray, float]:
+    """Tangents (P,) at ``M``'s roots (``best_tangents``) and their ``lambda(s)``."""
     roots = np.sqrt(np.maximum(accurate_distances(problem.dissimilar_differences, M), 0.0))
     Uw = problem.dissimilar_differences @ whitening.W
     tangents = best_tangents(Uw, roots, problem.diagonal)
-    multiplier = covering_multiplier(Uw, tangents, problem.diagonal, whitening.allowance)
-    return prove(problem, M, tangents, multiplier, tol=tol, whitening=whitening,
-                 min_eigenvalue=min_eigenvalue)
+    return tangents, smallest_multiplier(Uw, tangents, problem.diagonal)
+
+
+def _rule(problem: MMCProblem, M: np.ndarray, whitening: Whitening) -> tuple[TangentRule, float]:
+    """The ``TangentRule`` at ``M`` (``best_rule`` on ``IMPLICIT_FLOORS`` times the largest
+    root; floor 1 when every root is 0) and its ``lambda(s)``. Two passes over the pairs;
+    ``prove`` sums them once more at the chosen floor, in another order, which the stored
+    allowance covers."""
+    top = pairs.dissimilar_sums(problem, M).largest_root
+    floors = IMPLICIT_FLOORS * top if top > 0 else np.ones(1)
+    return best_rule(pairs.tangent_sums(problem, M, floors)[1], whitening.W, problem.diagonal)
 
 
 @dataclass(frozen=True)
@@ -329,23 +386,20 @@ class Evaluation:
     scale_rounding: float  # its uncertainty from the rounding of M's entries
 
 
-def evaluate(problem: MMCProblem, M: np.ndarray) -> Evaluation:
+def evaluate(problem: MMCProblem, M: np.ndarray,
+             dissimilar: pairs.DissimilarSums | None = None) -> Evaluation:
     """``f(M) / sqrt(<M, Sigma>)`` for ``M`` (d, d), and the same with every distance moved
-    against it by the rounding of ``M``'s entries.
+    against it by its uncertainty ``e_p`` (``lmnn_sdp.mmc.pairs``; ``dissimilar`` when
+    already summed at ``M``).
 
-    Distances ``D_p`` by ``accurate_distances``, their uncertainties ``e_p`` by
-    ``entry_rounding``; ``feasible_value = sum_p sqrt(max(D_p - e_p, 0)) / sqrt(<M, Sigma> +
-    sum_q e_q)``: to first order, every metric whose entries are within that rounding of
-    ``M``'s (among them the PSD matrix that ``M`` was rounded from) attains at least that."""
-    U, V = problem.dissimilar_differences, problem.similar_differences
-    dissimilar = accurate_distances(U, M)
-    scale = float(np.sum(accurate_distances(V, M)))
-    scale_rounding = float(np.sum(entry_rounding(V, M)))
-    low = np.maximum(dissimilar - entry_rounding(U, M), 0.0)
-    return Evaluation(
-        value=float(np.sum(np.sqrt(np.maximum(dissimilar, 0.0))) / np.sqrt(scale)),
-        feasible_value=float(np.sum(np.sqrt(low)) / np.sqrt(scale + scale_rounding)),
-        scale=scale, scale_rounding=scale_rounding)
+    ``feasible_value = sum_p sqrt(max(D_p - e_p, 0)) / sqrt(<M, Sigma> + sum_q e_q)``: to
+    first order, every metric whose entries are within that rounding of ``M``'s (among
+    them the PSD matrix that ``M`` was rounded from) attains at least that."""
+    dissimilar = dissimilar or pairs.dissimilar_sums(problem, M)
+    scale, scale_rounding = pairs.similar_sums(problem, M)
+    return Evaluation(value=dissimilar.roots / float(np.sqrt(scale)),
+                      feasible_value=dissimilar.low_roots / float(np.sqrt(scale + scale_rounding)),
+                      scale=scale, scale_rounding=scale_rounding)
 
 
 def _sides(value: float, feasible_value: float, bound: float,
@@ -369,14 +423,18 @@ def _sizes(problem: MMCProblem) -> dict:
     """The sizes a file states: ``n``, ``d``, ``classes`` (None without labels), pair counts."""
     n, d = problem.X.shape
     return {"n": n, "d": d, "classes": problem.n_classes,
-            "similar": len(problem.similar), "dissimilar": len(problem.dissimilar)}
+            "similar": problem.n_similar, "dissimilar": problem.n_dissimilar}
 
 
-def _stored_problem(arrays: dict, diagonal: bool, path) -> MMCProblem:
+def _stored_problem(arrays: dict, diagonal: bool, implicit: bool, path) -> MMCProblem:
     """The problem of a file's arrays; stored labels must give exactly the stored pairs."""
-    for name in ("X", "similar", "dissimilar", "M", "tangents", "multiplier"):
+    names = (("X", "y", "M", "tangent_floor", "tangent_scale", "multiplier") if implicit else
+             ("X", "similar", "dissimilar", "M", "tangents", "multiplier"))
+    for name in names:
         if name not in arrays:
             raise ValueError(f"{path}: the arrays lack {name!r}; not an MMC certificate.")
+    if implicit:
+        return mmc_problem(arrays["X"], arrays["y"], diagonal=diagonal, implicit=True)
     if "y" not in arrays:
         return mmc_problem(arrays["X"], similar=arrays["similar"],
                            dissimilar=arrays["dissimilar"], diagonal=diagonal)

@@ -46,7 +46,7 @@ from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
-from lmnn_sdp.mmc.refine import refine, start_point
+from lmnn_sdp.mmc.refine import metric_of, refine, start_point
 
 TIGHT_OPTIONS = {  # each solver's tolerances for the second and third rungs of the ladder
     "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
@@ -206,7 +206,7 @@ def _attempt(problem: MMCProblem, whitening: Whitening, program: cp.Problem, B: 
     Uw = problem.dissimilar_differences @ whitening.W
     refinement = refine(Uw, answer, problem.diagonal, target=whitening.allowance)
     refined = time.perf_counter()
-    own, polished = (certify_metric(problem, _metric(whitening.W, b, problem.diagonal), tol,
+    own, polished = (certify_metric(problem, metric_of(whitening.W, b, problem.diagonal), tol,
                                     whitening) for b in (answer, refinement.B))
     kept = min(own, polished, key=lambda c: c.relative_gap)
     timings["solve"] += solved - start
@@ -214,11 +214,6 @@ def _attempt(problem: MMCProblem, whitening: Whitening, program: cp.Problem, B: 
     timings["certify"] += time.perf_counter() - refined
     return Attempt(solver, options, status, own.relative_gap, kept.relative_gap,
                    refinement.steps, refinement.gap), kept
-
-
-def _metric(W: np.ndarray, B: np.ndarray, diagonal: bool) -> np.ndarray:
-    """``A = W B W^T`` (d, d) from a whitened ``B`` (r, r), or ``W diag(b) W^T``."""
-    return (W * B) @ W.T if diagonal else W @ ((B + B.T) / 2) @ W.T
 
 
 def _program(Uw: np.ndarray, diagonal: bool) -> tuple[cp.Problem, cp.Variable]:

@@ -1,0 +1,218 @@
+r"""``solve_mmc_fast``: MMC at scale (Xing et al. 2002; JMLR 2009, sec. 2.3.1), full and
+diagonal, on all label pairs without forming them, stopped by a certificate.
+
+The problem is that of ``lmnn_sdp.mmc`` with implicit label pairs (``mmc_problem(...,
+implicit=True)``), solved in its whitened coordinates (``lmnn_sdp.mmc.bound``, step 3):
+
+- full metric: the generalised power method of ``lmnn_sdp.mmc.refine`` with Anderson
+  extrapolation (``ascend``), each step one pass over the pairs
+  (``mmc_kernels.gradient_rows``, ``O(P (k + r))`` for a metric of rank ``k``);
+- diagonal metric: Xing et al.'s Newton method made projected (``fast_solver.xing``),
+  each iteration one pass with the (r, r) Hessian (``mmc_kernels.xing_sums``).
+
+Either runs until its estimated gap is below ``tol / 4`` (or it can do no better); then
+the certificate of ``lmnn_sdp.mmc.certificate`` is computed at its answer with the
+library's own bound. The solver says converged only when that certificate proves the
+relative gap at most ``tol``; otherwise it goes on with a target 100 times smaller
+until ``max_iter`` steps are spent. numpy, scipy and numba only: no cvxpy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from fast_solver.mmc_kernels import gradient_rows, xing_sums
+from fast_solver.xing import XingSums, projected_newton
+from lmnn_sdp.certificates.certified import CertifiedResult
+from lmnn_sdp.mmc.bound import Whitening, whiten
+from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
+from lmnn_sdp.mmc.pairs import implicit_layout
+from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
+from lmnn_sdp.mmc.refine import Gradient, ascend, metric_of, start_point
+
+ANDERSON_MEMORY = 5
+FIRST_TARGET = 0.25  # of tol: the estimated gap at which the first certificate is computed
+TARGET_STEP = 0.01  # the target's factor after a certificate that does not prove tol
+RANK_FLOOR = 1e-14  # eigenvalues of B below this fraction of the largest leave the factor L
+
+
+@dataclass(frozen=True, repr=False)
+class FastMMCResult(CertifiedResult):
+    """A fast MMC solve and its proof; nothing is printed.
+
+    ``metric`` (d, d), ``objective``, ``sense``, ``upper``, ``lower``, ``relative_gap``,
+    ``certified`` and ``tol`` are the certificate's; ``converged`` is ``certified``.
+
+    Attributes
+    ----------
+    certificate : MMCCertificate
+        Of the implicit label pairs (``TangentRule`` evidence); ``verify()`` re-derives it.
+    n_iter : int
+        Power steps (full) or Newton iterations (diagonal), over all rounds.
+    n_certificates : int
+        Certificates computed (one per round).
+    estimated_gap : float
+        The solver's own estimate at its answer (``lmnn_sdp.mmc.refine``).
+    stop : str
+        ``"certified"``, ``"max_iter"`` or ``"stalled"`` (no progress in floating point).
+    timings : dict of str to float
+        Seconds to ``whiten``, ``solve``, ``certify`` and in ``total``.
+    """
+
+    certificate: MMCCertificate
+    n_iter: int
+    n_certificates: int
+    estimated_gap: float
+    stop: str
+    timings: dict
+
+    @property
+    def converged(self) -> bool:
+        return self.certified
+
+    @property
+    def status(self) -> str:
+        return "converged" if self.certified else self.stop
+
+    @property
+    def objective(self) -> float:
+        return self.certificate.objective
+
+    @property
+    def sense(self) -> str:
+        return self.certificate.sense
+
+    def __repr__(self) -> str:
+        return (f"FastMMCResult({self.certificate.summary()}, status={self.status!r}, "
+                f"n_iter={self.n_iter}, time={self.timings['total']:.3g} s)")
+
+
+def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: int = 2000,
+                   progress: bool = False) -> FastMMCResult:
+    """Solve MMC (or Xing's diagonal problem) on all label pairs of ``(X, y)`` and certify it.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Labels, at least two classes and one repeated label: the similar pairs are the
+        same-label pairs ``i < j``, the dissimilar ones the others.
+    diagonal : bool
+        Xing et al.'s diagonal metric instead of the full one.
+    tol : float
+        Relative gap (diagonal: gap of ``g``) that the certificate must prove.
+    max_iter : int
+        Power steps (full) or Newton iterations (diagonal) over all rounds.
+    progress : bool
+        Show a tqdm bar with the objective and estimated gap.
+
+    Returns
+    -------
+    FastMMCResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad inputs (``lmnn_sdp.mmc.problem.mmc_problem``), or an unbounded problem.
+    """
+    start = time.perf_counter()
+    tol, max_iter = check_tol(tol), _check_max_iter(max_iter)
+    problem = mmc_problem(X, y, diagonal=diagonal, implicit=True)
+    whitening = whiten(problem)
+    space = _WhitenedPairs.of(problem, whitening)
+    timings = {"whiten": time.perf_counter() - start, "solve": 0.0, "certify": 0.0}
+    point = np.full(space.rank, 0.5 / space.rank) if diagonal else np.eye(space.rank) / space.rank
+    target, n_iter, rounds = FIRST_TARGET * tol, 0, 0
+    with tqdm(total=max_iter, disable=not progress, desc="MMC") as bar:
+        while True:
+            tick = time.perf_counter()
+            point, steps, gap, stop = space.run(point, target, max_iter - n_iter, bar)
+            n_iter, rounds = n_iter + steps, rounds + 1
+            certified_at = time.perf_counter()
+            certificate = certify_metric(problem, metric_of(whitening.W, point, diagonal), tol,
+                                         whitening)
+            timings["solve"] += certified_at - tick
+            timings["certify"] += time.perf_counter() - certified_at
+            if certificate.certified:
+                stop = "certified"
+            elif n_iter >= max_iter:
+                stop = "max_iter"
+            elif stop == "stalled" or steps == 0:
+                stop = "stalled"
+            else:
+                target *= TARGET_STEP
+                continue
+            break
+    timings["total"] = time.perf_counter() - start
+    return FastMMCResult(certificate, n_iter, rounds, gap, stop, timings)
+
+
+@dataclass(frozen=True)
+class _WhitenedPairs:
+    """The whitened inputs ``z`` sorted by class, ``ZT`` (r, n), and the class bounds."""
+
+    problem: MMCProblem
+    ZT: np.ndarray
+    class_start: np.ndarray
+    class_end: np.ndarray
+    chunks: np.ndarray
+
+    @classmethod
+    def of(cls, problem: MMCProblem, whitening: Whitening) -> _WhitenedPairs:
+        layout, XT = implicit_layout(problem)
+        centred = XT - XT.mean(axis=1, keepdims=True)
+        return cls(problem, np.ascontiguousarray(whitening.W.T @ centred), layout.class_start,
+                   layout.class_end, layout.dissimilar_chunks)
+
+    @property
+    def rank(self) -> int:
+        return self.ZT.shape[0]
+
+    def run(self, point: np.ndarray, target: float, budget: int, bar) -> tuple:
+        """One round of the inner method from ``point``: ``(point, steps, gap, stop)``, the
+        stop as in ``fast_solver.xing.NewtonRun``."""
+        def callback(step, value, gap):
+            bar.update(1 if step else 0)
+            bar.set_postfix(f=f"{value:.10g}", gap=f"{gap:.2e}", refresh=False)
+
+        if self.problem.diagonal:
+            run = projected_newton(self.xing, point, target, budget, callback)
+            return run.b, run.iterations, run.gap, run.stop
+        run = ascend(self.gradient, start_point(point, False), False, target, budget,
+                     ANDERSON_MEMORY, callback)
+        stop = "target" if run.gap <= target else "stalled" if run.steps < budget else "max_iter"
+        return run.B, run.steps, run.gap, stop
+
+    def gradient(self, B: np.ndarray) -> Gradient:
+        """``f`` and ``G`` of (GPM) at ``B`` (r, r), one pass (``gradient_rows``)."""
+        eigenvalues, vectors = np.linalg.eigh((B + B.T) / 2)
+        keep = eigenvalues > RANK_FLOOR * eigenvalues[-1]
+        TT = np.ascontiguousarray((vectors[:, keep] * np.sqrt(eigenvalues[keep])).T @ self.ZT)
+        n = self.ZT.shape[1]
+        H, values = np.empty((n, self.rank)), np.empty(n)
+        collapsed = gradient_rows(self.ZT, TT, self.class_start, self.class_end, H, values)
+        G = self.ZT @ H
+        return Gradient(float(values.sum() / 2), (G + G.T) / 2, bool(collapsed.any()))
+
+    def xing(self, b: np.ndarray, hessian: bool) -> XingSums:
+        """``fast_solver.xing``'s sums at ``b`` (r,), one pass (``xing_sums``)."""
+        values, gradients, packed, collapsed = xing_sums(self.ZT, b, self.class_end,
+                                                         self.chunks, hessian)
+        H = None
+        if hessian:
+            rows, cols = np.triu_indices(self.rank)
+            H = np.zeros((self.rank, self.rank))
+            H[rows, cols] = packed.sum(axis=0)
+            H[cols, rows] = H[rows, cols]
+        return XingSums(float(values.sum()), gradients.sum(axis=0), H, collapsed.sum(axis=0))
+
+
+def _check_max_iter(max_iter) -> int:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+    return int(max_iter)
