@@ -15,6 +15,13 @@ instance passes when
   lower bound, or a fast lower bound above the exact optimum, would mean a
   broken objective or bound).
 
+MMC (Xing et al. 2002; ``--solvers mmc mmc-diagonal``) depends on the inputs and labels
+only, so it runs once per distinct data set of at most ``MMC_MAX_N`` points (the exact side
+forms every label pair in cvxpy): ``fast_solver.solve_mmc_fast`` against
+``lmnn_sdp.solve_mmc``, judged as above; the difference is relative to the optimum for the
+full metric and absolute for the diagonal one (its gap is absolute: Xing's objective has a
+logarithm and may be near zero).
+
 Energy-based classification (eq. 15, ``--solvers energy``) is checked against the
 brute force of ``validation.energy_reference`` instead: with the fast solver's
 certified metric, the energies of ``ENERGY_POINTS`` of the instance's points under
@@ -34,7 +41,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 import fast_solver
-from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mm_lmnn
+from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mm_lmnn, solve_mmc
 from validation.energy_reference import energies_by_loops
 from validation.instances import Instance, builtin_instances
 
@@ -46,14 +53,16 @@ FAST_SOLVERS: dict[str, Callable[[LMNNProblem, float], fast_solver.FastLMNNResul
 ENERGY_POINTS = 12  # test points per instance for the brute force of eq. 15
 ENERGY_RTOL = 1e-9  # both sides compute eq. 15 exactly; only rounding may differ
 ENERGY_MAX_N = 500  # the brute force loops over every triplet in Python: built-in sizes only
-DEFAULT_SOLVERS = ("lmnn", "energy")  # multi-metric does not yet pass every instance (README, "Status")
+MMC_SOLVERS = ("mmc", "mmc-diagonal")
+MMC_MAX_N = 300  # the exact side forms all label pairs in cvxpy (Ionosphere, n = 351: 10 minutes)
+DEFAULT_SOLVERS = ("lmnn", "mmc", "mmc-diagonal", "energy")  # multi-metric: README, "Status"
 EXACT_SOLVERS: dict[str, Callable] = {  # (problem, fast result) -> certified exact result
     "lmnn": lambda problem, fast: solve_lmnn(problem, method="aggregated", start=fast.metric,
                                              tol=EXACT_TOL),
     "multi-metric": lambda problem, fast: solve_mm_lmnn(problem, method="aggregated",
                                                         start=fast.metric, tol=EXACT_TOL),
 }
-SOLVERS = (*FAST_SOLVERS, "energy")  # what --solvers accepts
+SOLVERS = (*FAST_SOLVERS, *MMC_SOLVERS, "energy")  # what --solvers accepts
 COLUMNS = ("instance", "solver", "n", "d", "k", "mu", "triplets", "exact_optimum", "exact_gap",
            "fast_objective", "fast_gap", "converged", "relative_difference", "exact_seconds",
            "fast_seconds", "passed")
@@ -66,16 +75,31 @@ def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
     if unknown:
         raise ValueError(f"unknown fast solver(s) {sorted(unknown)}; choose from {sorted(SOLVERS)}.")
     instances = builtin_instances() if instances is None else instances
+    mmc_data = distinct_data(instances, MMC_MAX_N)
     tasks = [delayed(check_instance)(instance, name, tol) for instance in instances for name in solvers
-             if name != "energy" or len(instance.X) <= ENERGY_MAX_N]
+             if (name != "energy" or len(instance.X) <= ENERGY_MAX_N)
+             and (name not in MMC_SOLVERS or any(instance is other for other in mmc_data))]
     rows = Parallel(n_jobs=jobs, return_as="generator")(tasks)
     return list(tqdm(rows, total=len(tasks), desc="cross-check", disable=not progress))
+
+
+def distinct_data(instances: list[Instance], max_n: int) -> list[Instance]:
+    """The first instance of each distinct ``(X, y)`` with at most ``max_n`` points."""
+    seen, kept = set(), []
+    for instance in instances:
+        key = (instance.X.shape, instance.X.tobytes(), np.asarray(instance.y).tobytes())
+        if len(instance.X) <= max_n and key not in seen:
+            seen.add(key)
+            kept.append(instance)
+    return kept
 
 
 def check_instance(instance: Instance, solver: str, tol: float) -> dict:
     """Run one fast solver on ``instance``, then certify the exact optimum."""
     if solver == "energy":
         return check_energy(instance, tol)
+    if solver in MMC_SOLVERS:
+        return check_mmc(instance, solver == "mmc-diagonal", tol)
     problem = instance.problem()
     start = time.perf_counter()
     fast = FAST_SOLVERS[solver](problem, tol)
@@ -121,6 +145,30 @@ def check_energy(instance: Instance, tol: float) -> dict:
         "converged": fast.converged, "relative_difference": difference,
         "exact_seconds": time.perf_counter() - start, "fast_seconds": fast_seconds,
         "passed": bool(passed),
+    }
+
+
+def check_mmc(instance: Instance, diagonal: bool, tol: float) -> dict:
+    """``solve_mmc_fast`` against ``solve_mmc`` on the label pairs of ``instance``."""
+    start = time.perf_counter()
+    fast = fast_solver.solve_mmc_fast(instance.X, instance.y, diagonal=diagonal, tol=tol)
+    fast_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    exact = solve_mmc(instance.X, instance.y, diagonal=diagonal, tol=EXACT_TOL).certificate
+    exact_seconds = time.perf_counter() - start
+    scale = max(abs(exact.objective), 1.0) if diagonal else max(abs(exact.objective), 1e-12)
+    difference = (fast.objective - exact.objective) / scale
+    consistent = (fast.upper >= exact.lower - 1e-9 * scale
+                  and fast.lower <= exact.upper + 1e-9 * scale)
+    passed = (exact.certified and fast.converged and fast.relative_gap <= tol
+              and abs(difference) <= tol and consistent)
+    return {
+        "instance": instance.name, "solver": "mmc-diagonal" if diagonal else "mmc",
+        "n": len(instance.X), "d": instance.X.shape[1], "k": None, "mu": None,
+        "triplets": None, "exact_optimum": exact.objective, "exact_gap": exact.relative_gap,
+        "fast_objective": fast.objective, "fast_gap": fast.relative_gap,
+        "converged": fast.converged, "relative_difference": difference,
+        "exact_seconds": exact_seconds, "fast_seconds": fast_seconds, "passed": bool(passed),
     }
 
 

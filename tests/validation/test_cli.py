@@ -86,7 +86,7 @@ def test_python_m_validation_is_the_same_command():
 def test_main_job_is_the_crosscheck(capsys):
     assert main(["--suite", "builtin", "--instances", "rank-deficient", "class-of-k+1"]) == 0
     out = capsys.readouterr().out
-    assert "4 of 4 passed (tolerance 1e-06 relative)" in out  # LMNN and energy (eq. 15) each
+    assert "8 of 8 passed (tolerance 1e-06 relative)" in out  # LMNN, MMC x 2, energy (eq. 15) each
     optimum = float(_row(out, "rank-deficient-n15-d5-k2-mu0.2")[7])  # the exact_optimum cell
     assert optimum == pytest.approx(48.371398, rel=1e-8)  # certified in the corpus
 
@@ -122,6 +122,36 @@ def test_energy_rows_fail_when_eq15_is_off_by_a_little(monkeypatch):
     monkeypatch.setattr(fast_solver, "energies", lambda *a, **kw: energies(*a, **kw) * (1 + 1e-8))
     row = crosscheck.crosscheck(instance, ("energy",), progress=False)[0]
     assert not row["passed"] and row["relative_difference"] == pytest.approx(1e-8, rel=1e-3)
+
+
+def test_mmc_rows_pass_and_fail_when_the_fast_solver_is_cut_short(monkeypatch):
+    import fast_solver
+    from validation import crosscheck
+    from validation.instances import builtin_instances
+
+    instance = [i for i in builtin_instances() if i.name.startswith("wine-n80-k2")]
+    rows = crosscheck.crosscheck(instance, crosscheck.MMC_SOLVERS, progress=False)
+    assert [r["solver"] for r in rows] == ["mmc", "mmc-diagonal"]
+    assert all(r["passed"] and r["exact_gap"] <= crosscheck.EXACT_TOL for r in rows)
+    assert all(abs(r["relative_difference"]) <= 1e-6 and r["fast_gap"] <= 1e-6 for r in rows)
+    solve = fast_solver.solve_mmc_fast
+    monkeypatch.setattr(fast_solver, "solve_mmc_fast", lambda *a, **kw: solve(*a, **kw, max_iter=1))
+    rows = crosscheck.crosscheck(instance, crosscheck.MMC_SOLVERS, progress=False)
+    assert not any(r["passed"] or r["converged"] for r in rows)
+
+
+def test_mmc_rows_run_once_per_data_set_of_at_most_mmc_max_n_points(monkeypatch):
+    from validation import crosscheck
+    from validation.instances import Instance
+
+    X, y = np.arange(12.0).reshape(6, 2), np.array([0, 0, 0, 1, 1, 1])
+    same = [Instance(f"same-k{k}", X, y, k, 0.5, "test") for k in (1, 2)]
+    large = Instance("large", np.arange(14.0).reshape(7, 2), np.repeat([0, 1], [3, 4]), 1, 0.5, "t")
+    assert crosscheck.distinct_data([*same, large], 6) == same[:1]
+    monkeypatch.setattr(crosscheck, "check_instance", lambda instance, solver, tol: (instance.name, solver))
+    monkeypatch.setattr(crosscheck, "MMC_MAX_N", 6)
+    assert crosscheck.crosscheck([*same, large], ("mmc", "lmnn"), progress=False) == [
+        ("same-k1", "mmc"), ("same-k1", "lmnn"), ("same-k2", "lmnn"), ("large", "lmnn")]
 
 
 def test_crosscheck_names_instances_that_match_nothing(capsys):

@@ -1,5 +1,5 @@
-"""Solver regression: the fast solver certifies every LMNN and multi-metric LMNN optimum of
-the corpus to 1e-6."""
+"""Solver regression: the fast solvers certify every LMNN, multi-metric LMNN and MMC (full
+and diagonal) optimum of the corpus to 1e-6."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ ENTRIES = [entry for entry in corpus.load_manifest()["instances"]
            if entry["problem"] == "lmnn"]
 MULTI_METRIC = [entry for entry in corpus.load_manifest()["instances"]
                 if entry["problem"] == "multi-metric-lmnn"]
+MMC = [entry for entry in corpus.load_manifest()["instances"]
+       if entry["problem"] in ("mmc", "mmc-diagonal")]
 
 
 def test_the_regression_runs_on_exactly_the_lmnn_entries():
@@ -40,3 +42,18 @@ def test_fast_multi_metric_matches_stored_optimum(entry):
     assert result.upper == pytest.approx(problem.objective(result.metric, clusters), rel=1e-9)
     assert result.upper >= stored.lower * (1 - 1e-9) and result.lower <= stored.upper * (1 + 1e-9)
     assert result.upper == pytest.approx(stored.upper, rel=1e-6)
+
+
+def test_the_regression_runs_on_four_mmc_entries():
+    assert sorted(entry["problem"] for entry in MMC) == ["mmc", "mmc", "mmc-diagonal", "mmc-diagonal"]
+
+
+@pytest.mark.parametrize("entry", MMC, ids=[entry["name"] for entry in MMC])
+def test_fast_mmc_matches_stored_optimum(entry):
+    stored = corpus.load_certificate(entry["name"]).verify()
+    problem = stored.problem
+    result = fast_solver.solve_mmc_fast(problem.X, problem.y, diagonal=problem.diagonal)
+    assert result.converged and result.relative_gap <= 1e-6
+    assert result.upper >= stored.lower - 1e-9 * abs(stored.lower)  # nothing beats a bound
+    assert result.lower <= stored.upper + 1e-9 * abs(stored.upper)
+    assert result.objective == pytest.approx(stored.objective, rel=1e-6, abs=1e-6)
