@@ -160,10 +160,11 @@ def fitted_inputs(estimator: BaseEstimator, X) -> np.ndarray:
     return X
 
 
-def warn_unless_converged(estimator: BaseEstimator, result) -> None:
-    """A ConvergenceWarning when ``result``'s certified gap is above ``tol``."""
+def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> None:
+    """A ConvergenceWarning when ``result``'s certified gap is above ``tol``; ``where``
+    (e.g. " in 1 of 3 passes (pass 2: 0.01)") names the solves that did not converge."""
     if not result.converged:
-        warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge: the certified gap "
+        warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge{where}: the certified gap "
                       f"{result.relative_gap:.3g} is above tol={estimator.tol:g} after {result.n_iter} "
                       "Newton iterations; raise max_iter.", ConvergenceWarning)
 

@@ -1,17 +1,33 @@
 """Multi-pass LMNN (sec. 5.1): target neighbours re-estimated under the learned metric.
 
 Pass 1 solves eq. 14 on the inputs. Pass ``p + 1`` maps the inputs by the composed
-transformation ``L_p ... L_1`` (``L_0 = I``), takes as targets the ``k`` nearest
-same-class points there (Euclidean, ties to the smaller index), solves eq. 14 on the
-mapped inputs with those targets, and composes its ``L`` in front. Every pass is a
-certified solve of its own problem (``fast_solver.solve``). The passes stop after
-``max_passes``, or with ``stop="targets"`` as soon as the targets repeat (the next
-pass would solve the problem just solved).
+transformation ``A_p = L_p ... L_1`` (``A_0 = I``), takes as targets the ``k`` nearest
+same-class points there (Euclidean; squared distances equal within the tie tolerance keep
+the targets of pass ``p``, other ties go to the smaller index), solves eq. 14 on the mapped
+inputs with those targets, and composes ``A_{p+1} = L_{p+1} A_p``. Every pass is a
+certified solve of its own problem (``fast_solver.solve``).
+
+``L_p`` is the factor of the pass metric ``M_p`` (eq. 2) with the eigenvalues at most
+``RANK_RTOL`` of the largest taken as zero (zero rows, so ``L_p`` stays (d, d)). Without
+the cut, the rounding eigenvalues (~1e-17 of the largest) of a rank-deficient ``M_p`` leave
+directions of relative size ~1e-8 in the mapped inputs, which the next pass's whitening
+scales back to full size, so rounding decides the next problem (standardized wine,
+mu = 0.5: pass 2 ended uncertified, gap 1, after 41 s). With the cut the rank of ``A_p``
+never grows, as in exact arithmetic (a product has at most the rank of each factor).
+
+Eq. 14 on inputs ``A x`` with metric ``M'`` is eq. 14 on ``x`` with ``A^T M' A``. The
+passes stop after ``max_passes``; with ``stop="targets"`` as soon as the targets repeat
+as sets (the next pass would solve the problem just solved, where ``M' = I`` on the mapped
+inputs is optimal); and always when the composed map puts every point onto its next
+targets ("collapsed", e.g. mu = 0 learns the zero metric): the pull term of the next
+problem vanishes, so there is nothing left to solve.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -20,12 +36,15 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver.estimators import LinearMetricTransformer, labelled_problem, warn_unless_converged
-from fast_solver.impostors import SEARCH_METHODS
+from fast_solver.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.result import FastLMNNResult
 from fast_solver.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, nearest_same_class
+from lmnn_sdp.core.psd import psd_factor
 
 STOP_RULES = ("targets", "passes")
+RANK_RTOL = 1e-12  # eigenvalues of a pass metric at most this of the largest are rounding of 0
+TIE_RTOL = 1e-9  # squared distances this close (relative; or within tol, if larger) are ties
 
 
 @dataclass(frozen=True, repr=False)
@@ -35,25 +54,28 @@ class MultiPassResult:
     Attributes
     ----------
     components : ndarray of shape (d, d)
-        The composed transformation ``L_p ... L_1``.
+        The composed transformation ``A = L_p ... L_1``.
     passes : tuple of FastLMNNResult
         Each pass's certified solve, on the inputs mapped by the passes before it.
     targets : tuple of ndarray of int, shape (n, k)
         The target neighbours of each pass.
+    status : {"max_passes", "fixed_point", "collapsed"}
     message : str
         Why the passes stopped.
     timings : dict of str to float
+        Seconds in ``solve`` (all passes), ``targets`` (neighbour searches) and ``total``.
     """
 
     components: np.ndarray
     passes: tuple
     targets: tuple
+    status: str
     message: str
     timings: dict = field(default_factory=dict)
 
     @property
     def metric(self) -> np.ndarray:
-        """``M = L^T L`` (d, d) of the composed transformation."""
+        """``M = A^T A`` (d, d) of the composed transformation."""
         return self.components.T @ self.components
 
     @property
@@ -77,39 +99,126 @@ class MultiPassResult:
     def __repr__(self) -> str:
         gaps = ", ".join(f"{p.relative_gap:.2g}" for p in self.passes)
         return (f"MultiPassResult(passes={self.n_passes}, gaps=[{gaps}], converged={self.converged}, "
-                f"time={self.timings.get('total', float('nan')):.3g} s, message={self.message!r})")
+                f"status={self.status!r}, time={self.timings.get('total', float('nan')):.3g} s, "
+                f"message={self.message!r})")
 
 
 def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "targets",
+                    tol: float = 1e-6,
+                    callback: Callable[[int, FastLMNNResult, int | None], None] | None = None,
                     **options) -> MultiPassResult:
-    """Multi-pass LMNN on ``problem`` (module docstring); ``options`` go to every
-    ``fast_solver.solve`` (``tol``, ``max_iter``, ``search``, ...)."""
-    if isinstance(max_passes, bool) or not isinstance(max_passes, Integral) or max_passes < 1:
-        raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}.")
+    """Multi-pass LMNN on ``problem`` (module docstring).
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The inputs, labels, ``mu`` and the targets of pass 1.
+    max_passes : int >= 1
+        Largest number of passes, each a full certified solve.
+    stop : {"targets", "passes"}
+        Stop when the targets repeat, or run ``max_passes`` passes; either way a
+        collapsed map stops the passes.
+    tol : float
+        Certified relative gap of every pass; squared distances within
+        ``max(tol, TIE_RTOL)`` (relative) are ties when the targets are re-chosen.
+    callback : callable, optional
+        Called after every pass with ``(pass number from 1, its FastLMNNResult, points
+        whose target set differs from the previous pass's, or None for pass 1)``.
+    **options
+        Passed to every ``fast_solver.solve`` (``max_iter``, ``search``, ``progress``, ...).
+    """
+    _check_options(max_passes, stop)
     start = time.perf_counter()
-    L, targets = np.eye(problem.n_features), problem.targets
-    passes, used = [], []
-    message = f"max_passes={max_passes} passes run"
-    for p in range(max_passes):
-        mapped = problem.X @ L.T
-        if p:
-            new = nearest_same_class(mapped, problem.label_codes, problem.k)
-            if stop == "targets" and np.array_equal(new, targets):
-                message = f"the targets of pass {p + 1} equal those of pass {p}"
+    A, targets, codes = np.eye(problem.n_features), problem.targets, problem.label_codes
+    passes, used, spent, reason = [], [], {"solve": 0.0, "targets": 0.0}, None
+    for number in range(1, max_passes + 1):
+        mapped, changed = problem.X @ A.T, None
+        if number > 1:
+            tic = time.perf_counter()
+            following = _next_targets(mapped, codes, targets, max(tol, TIE_RTOL))
+            spent["targets"] += time.perf_counter() - tic
+            changed = _n_changed(targets, following)
+            reason = _stop_reason(mapped, following, changed, number - 1, stop)
+            if reason is not None:
                 break
-            targets = new
-        result: FastLMNNResult = solve(LMNNProblem(mapped, problem.y, mu=problem.mu, targets=targets),
-                                       **options)
+            targets = following
+        result = solve(LMNNProblem(mapped, problem.y, mu=problem.mu, targets=targets), tol=tol, **options)
+        spent["solve"] += result.timings["total"]
         passes.append(result)
         used.append(targets)
-        L = result.components @ L
-        if not L.any():
-            message = f"pass {p + 1} learned the zero metric (mu = {problem.mu}), so no targets follow"
-            break
-    return MultiPassResult(components=L, passes=tuple(passes), targets=tuple(used), message=message,
-                           timings={"total": time.perf_counter() - start})
+        A = _pass_map(result.metric) @ A
+        if callback is not None:
+            callback(number, result, changed)
+    status, message = reason or ("max_passes", f"stopped after max_passes={max_passes} passes")
+    spent["total"] = time.perf_counter() - start
+    return MultiPassResult(components=A, passes=tuple(passes), targets=tuple(used), status=status,
+                           message=message, timings=spent)
+
+
+def _stop_reason(mapped: np.ndarray, following: np.ndarray, changed: int, done: int,
+                 stop: str) -> tuple[str, str] | None:
+    """``(status, message)`` after pass ``done``, or None to run the next pass: ``mapped``
+    (n, d) are the inputs under the composed map, ``following`` (n, k) their targets, of
+    which ``changed`` points' sets differ from those of pass ``done``."""
+    if _collapsed(mapped, following):
+        what = (f"is zero (pass {done} learned the zero metric, as mu = 0 does)" if not mapped.any()
+                else "puts every point onto its nearest same-class points")
+        return "collapsed", (f"stopped after pass {done}: the composed map {what}, so the pull "
+                             "term of eq. 14 vanishes and a further pass has no problem to solve")
+    if stop == "targets" and changed == 0:
+        return "fixed_point", (f"stopped after pass {done}: the targets of pass {done + 1} equal "
+                               f"those of pass {done} (a fixed point)")
+    return None
+
+
+def _next_targets(mapped: np.ndarray, codes: np.ndarray, current: np.ndarray,
+                  tie_rtol: float) -> np.ndarray:
+    """The ``k`` nearest same-class points of ``mapped`` (n, d), shape (n, k), ties kept
+    for the ``current`` targets (n, k).
+
+    A point keeps its current targets when their sorted squared distances are within
+    ``tie_rtol`` (relative) of its ``k`` smallest: a map turns exact ties (integer
+    features, lattices) into differences of rounding, or of a metric certified only to
+    ``tol``, which must not count as new targets. Other points take ``nearest_same_class``."""
+    nearest = nearest_same_class(mapped, codes, current.shape[1])
+    smallest = np.sort(_target_distances(mapped, nearest), axis=1)
+    held = np.sort(_target_distances(mapped, current), axis=1)
+    keep = np.all(held <= smallest * (1.0 + tie_rtol), axis=1)
+    return np.where(keep[:, None], current, nearest)
+
+
+def _target_distances(Z: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Exact squared distances of the rows of ``Z`` (n, d) to their ``targets`` (n, k), (n, k)."""
+    n, k = targets.shape
+    return pair_distances(Z, np.repeat(np.arange(n), k), targets.ravel()).reshape(n, k)
+
+
+def _collapsed(mapped: np.ndarray, targets: np.ndarray) -> bool:
+    """The mean squared distance of the rows of ``mapped`` (n, d) to their ``targets``
+    (n, k) is at most ``RANK_RTOL`` times their mean squared distance to the centre."""
+    centred = mapped - mapped.mean(axis=0)
+    spread = float(np.mean(np.einsum("nd,nd->n", centred, centred)))
+    return bool(np.mean(_target_distances(mapped, targets)) <= RANK_RTOL * spread)
+
+
+def _pass_map(M: np.ndarray) -> np.ndarray:
+    """``L`` (d, d) with ``L^T L = M`` (d, d) up to the eigenvalues at most ``RANK_RTOL`` of
+    the largest, whose rows are zero; rows by decreasing eigenvalue (eq. 2)."""
+    L = psd_factor(M, rtol=RANK_RTOL)
+    return np.vstack([L, np.zeros((M.shape[0] - len(L), M.shape[0]))])
+
+
+def _n_changed(a: np.ndarray, b: np.ndarray) -> int:
+    """Points whose target sets differ between ``a`` and ``b`` (n, k)."""
+    return int(np.sum(np.any(np.sort(a, axis=1) != np.sort(b, axis=1), axis=1)))
+
+
+def _check_options(max_passes, stop) -> None:
+    if isinstance(max_passes, bool) or not isinstance(max_passes, Integral) or max_passes < 1:
+        raise ValueError(f"max_passes must be an integer >= 1 (one pass is plain LMNN), got {max_passes!r}.")
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}: 'targets' stops when the "
+                         "targets repeat, 'passes' runs max_passes passes.")
 
 
 class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
@@ -128,6 +237,9 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     tol : float, default=1e-6
         Certified relative gap of each pass.
     search : {"auto", "blockwise", "balltree"}, default="auto"
+    verbose : int, default=0
+        If positive, print one row per pass (targets changed, Newton iterations,
+        bounds, gap, seconds).
 
     Attributes
     ----------
@@ -151,10 +263,11 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "search": [StrOptions(set(SEARCH_METHODS))],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, k=3, mu=0.5, max_passes=5, stop="targets", max_iter=1000, tol=1e-6,
-                 search="auto"):
+                 search="auto", verbose=0):
         self.k = k
         self.mu = mu
         self.max_passes = max_passes
@@ -162,15 +275,35 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.search = search
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn the composed transformation from ``X`` (n_samples, n_features) and ``y``."""
         result = solve_multipass(labelled_problem(self, X, y), max_passes=self.max_passes,
                                  stop=self.stop, max_iter=self.max_iter, tol=self.tol,
-                                 search=self.search)
+                                 search=self.search, callback=_PassTable() if self.verbose else None)
         self.components_, self.metric_ = result.components, result.metric
         self.n_passes_, self.n_iter_ = result.n_passes, result.n_iter
         self.converged_, self.result_ = result.converged, result
-        warn_unless_converged(self, result)
+        failed = [f"pass {p}: gap {r.relative_gap:.3g}"
+                  for p, r in enumerate(result.passes, 1) if not r.converged]
+        warn_unless_converged(self, result,
+                              f" in {len(failed)} of {result.n_passes} passes ({', '.join(failed)})")
         return self
+
+
+class _PassTable:
+    """Prints one row per pass of ``MultiPassLMNN``, as ``LMNN``'s verbose prints one per stage."""
+
+    def __init__(self):
+        header = (f"{'Pass':>5} {'Changed':>8} {'Newton':>7} {'Upper':>16} {'Lower':>16} "
+                  f"{'Gap':>9} {'Time(s)':>9}")
+        print(f"[MultiPassLMNN]\n[MultiPassLMNN] {header}\n[MultiPassLMNN] {'-' * len(header)}",
+              file=sys.stdout)
+
+    def __call__(self, number: int, result: FastLMNNResult, changed: int | None) -> None:
+        shown = "-" if changed is None else str(changed)
+        print(f"[MultiPassLMNN] {number:>5d} {shown:>8} {result.n_iter:>7d} {result.upper:>16.9e} "
+              f"{result.lower:>16.9e} {result.relative_gap:>9.2e} {result.timings['total']:>9.2f}",
+              file=sys.stdout)
