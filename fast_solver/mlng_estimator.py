@@ -33,9 +33,10 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
     ----------
     k : int, default=3
         Neighbours per vote.
-    C : float > 0, default=1.0
-        Weight of the summed surrogate loss in eq. 10 (the paper tunes it on a 75/25 split
-        of the training data; it scales with ``1 / n_samples``).
+    C : float > 0, default=0.1
+        Weight of the summed surrogate loss in eq. 10. The paper tunes it on a 75/25 split
+        of the training data; 0.1 did best of 0.01..3 on letters (z-scored, 12,000 rows),
+        and 0.01-0.1 on iris and wine.
     loss_matrix : ndarray of shape (n_classes, n_classes) or None, default=None
         ``Lambda(r, r')``, the loss of voting ``r'`` for a point of class ``r``, classes in
         the order of ``classes_``; None is the 0-1 loss (the paper's choice).
@@ -87,7 +88,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, k=3, C=1.0, loss_matrix=None, init="zeros", batch_size=1, max_iter=100,
+    def __init__(self, k=3, C=0.1, loss_matrix=None, init="zeros", batch_size=1, max_iter=100,
                  tol=1e-3, verbose=0, callback=None, random_state=None):
         self.k = k
         self.C = C

@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -88,7 +89,7 @@ class MLNGResult:
                 f"time={self.timings.get('total', float('nan')):.3g} s)")
 
 
-def fit_mlng(X, labels, k: int = 3, C: float = 1.0, loss_matrix=None, W0=None,
+def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
              max_epochs: int = 100, batch_size: int = 1, tol: float = 1e-3, random_state=None,
              callback: Callable[[MLNGEpoch], None] | None = None) -> MLNGResult:
     """Alg. 1: learn ``W`` minimising eq. 10 by projected SGD.
@@ -157,11 +158,15 @@ def _stalled(history: list, tol: float) -> bool:
 
 def _check_run(C, max_epochs, batch_size, tol) -> None:
     """A ValueError naming the argument unless the run's numbers are valid."""
-    if not (np.isscalar(C) and np.isfinite(C) and C > 0):
+    if not (_finite_number(C) and C > 0):
         raise ValueError(f"C must be a finite number > 0 (the weight of the loss), got {C!r}.")
-    if not (isinstance(max_epochs, (int, np.integer)) and max_epochs >= 1):
+    if not (isinstance(max_epochs, Integral) and max_epochs >= 1):
         raise ValueError(f"max_epochs must be an integer >= 1, got {max_epochs!r}.")
-    if not (isinstance(batch_size, (int, np.integer)) and batch_size >= 1):
+    if not (isinstance(batch_size, Integral) and batch_size >= 1):
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
-    if not (np.isscalar(tol) and np.isfinite(tol) and tol >= 0):
+    if not (_finite_number(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+
+
+def _finite_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(value))

@@ -83,6 +83,7 @@ def test_duplicate_points_and_a_constant_feature(wine):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"C": 0.0}, "C must be a finite number > 0"),
+    ({"C": "1"}, "C must be a finite number > 0"),
     ({"max_epochs": 0}, "max_epochs must be an integer >= 1"),
     ({"batch_size": 0}, "batch_size must be an integer >= 1"),
     ({"tol": -1.0}, "tol must be a finite number >= 0"),
