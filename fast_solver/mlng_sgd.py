@@ -1,0 +1,172 @@
+"""Alg. 1 of Trivedi, McAllester & Shakhnarovich (NIPS 2014): stochastic (sub)gradient
+descent on eq. 10, ``||W||_F^2 + C sum_i L_i(W)``, with a projection onto the PSD cone.
+
+Step ``t = 1, 2, ...`` takes a mini-batch ``B`` (an epoch visits every point once, in an order
+drawn from ``random_state``; ``batch_size = 1`` is the paper's single sample), runs both
+inference problems at ``W_t`` and moves along the stochastic gradient of eq. 10 with the
+paper's learning rate ``eta(t) = 1/t``:
+
+    W_{t+1} = P_S[(1 - eta(t)) W_t - eta(t) (C n / 2|B|) sum_{i in B} dL_i/dW],
+
+which is Alg. 1's ``(1 - eta) W - C dW`` with the step applied to both terms of the gradient
+``2 W + C n dL_i/dW`` (steps ``1/(2t)``, the Pegasos rate for a 2-strongly convex
+regulariser). The first step replaces ``W_0``: the starting metric enters through the
+neighbour sets of the first step. ``P_S`` zeroes negative eigenvalues (eq. 20 of the LMNN
+paper, ``lmnn_sdp.core.psd``). The run stops, as in sec. 6, when the average of the mini-batch
+estimates of eq. 10 over an epoch falls by less than ``tol`` (relative) from the epoch before,
+or after ``max_epochs``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from fast_solver.mlng import batch_losses, check_model, summed_losses
+from lmnn_sdp.core.problem import check_inputs
+from lmnn_sdp.core.psd import psd_factor
+
+
+@dataclass(frozen=True)
+class MLNGEpoch:
+    """One pass over the data: the epoch's average of the mini-batch estimates of eq. 10
+    (``objective``) and of the surrogate loss ``L_i`` (``mean_loss``), ``||W||_F`` at its end,
+    the SGD steps so far and the seconds since the start."""
+
+    epoch: int
+    objective: float
+    mean_loss: float
+    norm: float
+    n_steps: int
+    elapsed: float
+
+
+@dataclass(frozen=True, repr=False)
+class MLNGResult:
+    """What ``fit_mlng`` returns; nothing is printed.
+
+    Attributes
+    ----------
+    metric : ndarray of shape (d, d)
+        The learned PSD ``W``.
+    components : ndarray of shape (d, d)
+        ``L`` with ``L^T L = metric``, rows by decreasing eigenvalue.
+    objective : float
+        Eq. 10 at ``metric``, over all points.
+    mean_loss : float
+        The average surrogate loss ``L_i`` (eq. 5-6) at ``metric``.
+    converged : bool
+        Whether the epoch averages stopped falling by ``tol`` before ``max_epochs``.
+    n_epochs, n_steps : int
+    history : list of MLNGEpoch
+    timings : dict of str to float
+        Seconds in ``sgd``, ``objective`` (the final evaluation) and ``total``.
+    """
+
+    metric: np.ndarray
+    components: np.ndarray
+    objective: float
+    mean_loss: float
+    converged: bool
+    n_epochs: int
+    n_steps: int
+    history: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return "converged" if self.converged else "max_iter"
+
+    def __repr__(self) -> str:
+        return (f"MLNGResult(objective={self.objective:.6g}, mean_loss={self.mean_loss:.4g}, "
+                f"converged={self.converged}, n_epochs={self.n_epochs}, n_steps={self.n_steps}, "
+                f"time={self.timings.get('total', float('nan')):.3g} s)")
+
+
+def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
+             max_epochs: int = 100, batch_size: int = 1, tol: float = 1e-3, random_state=None,
+             callback: Callable[[MLNGEpoch], None] | None = None) -> MLNGResult:
+    """Alg. 1: learn ``W`` minimising eq. 10 by projected SGD.
+
+    Parameters
+    ----------
+    X : array of shape (n, d); labels : array of int, shape (n,)
+        Inputs and class codes ``0..R-1``.
+    k : int
+        Neighbours per vote.
+    C : float > 0
+        Weight of the summed surrogate loss in eq. 10.
+    loss_matrix : array of shape (R, R), optional
+        ``Lambda`` (sec. 3); default the 0-1 loss.
+    W0 : array of shape (d, d), optional
+        Starting PSD metric; default zero (Alg. 1).
+    max_epochs, batch_size, tol, random_state
+        Passes over the data, points per step, the relative fall of the epoch average of
+        eq. 10 below which the run stops, and the seed of the visiting order.
+    callback : callable, optional
+        Called with an ``MLNGEpoch`` after every epoch.
+    """
+    X = check_inputs(X)
+    W0 = np.zeros((X.shape[1], X.shape[1])) if W0 is None else W0
+    X, labels, W, loss_matrix = check_model(X, labels, W0, k, loss_matrix, name="W0")
+    _check_run(C, max_epochs, batch_size, tol)
+    rng, n, start = check_random_state(random_state), len(X), time.perf_counter()
+    X = X - X.mean(axis=0)  # D_W is translation invariant; centring keeps Z small
+    L, history, step = psd_factor(W), [], 0
+    with threadpool_limits(1, user_api="blas"):  # small products: threads only contend
+        while len(history) < max_epochs and not _stalled(history, tol):
+            L, step, epoch = _epoch(X, labels, L, step, k, C, loss_matrix,
+                                    np.array_split(rng.permutation(n), -(-n // batch_size)))
+            history.append(MLNGEpoch(len(history) + 1, *epoch, step, time.perf_counter() - start))
+            if callback is not None:
+                callback(history[-1])
+    sgd = time.perf_counter() - start
+    loss, _ = summed_losses(X, X @ L.T, labels, k, loss_matrix)
+    W, total = L.T @ L, time.perf_counter() - start
+    return MLNGResult(W, L, float(np.sum(W * W)) + C * loss, loss / n, _stalled(history, tol),
+                      len(history), step, history, {"sgd": sgd, "objective": total - sgd,
+                                                    "total": total})
+
+
+def _epoch(X, labels, L, step, k, C, loss_matrix, batches) -> tuple[np.ndarray, int, tuple]:
+    """One pass of Alg. 1 over ``batches`` from the factor ``L`` of ``W_t``: the new factor,
+    the step count and ``(epoch average of eq. 10, mean loss, ||W||_F)``."""
+    n = len(X)
+    estimate = loss_sum = 0.0
+    for batch in batches:
+        step += 1
+        W = L.T @ L
+        losses, gradient = batch_losses(X, X @ L.T, labels, batch, k, loss_matrix)
+        estimate += len(batch) * float(np.sum(W * W)) + C * n * float(losses.sum())
+        loss_sum += float(losses.sum())
+        eta = 1.0 / step
+        L = psd_factor((1.0 - eta) * W - eta * C * n / (2 * len(batch)) * gradient)
+    return L, step, (estimate / n, loss_sum / n, float(np.linalg.norm(L.T @ L)))
+
+
+def _stalled(history: list, tol: float) -> bool:
+    """Sec. 6's stop: the last epoch's average of eq. 10 fell by at most ``tol`` (relative)."""
+    return len(history) > 1 and (history[-2].objective - history[-1].objective
+                                 <= tol * abs(history[-2].objective))
+
+
+def _check_run(C, max_epochs, batch_size, tol) -> None:
+    """A ValueError naming the argument unless the run's numbers are valid."""
+    if not (_finite_number(C) and C > 0):
+        raise ValueError(f"C must be a finite number > 0 (the weight of the loss), got {C!r}.")
+    if not (isinstance(max_epochs, Integral) and max_epochs >= 1):
+        raise ValueError(f"max_epochs must be an integer >= 1, got {max_epochs!r}.")
+    if not (isinstance(batch_size, Integral) and batch_size >= 1):
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    if not (_finite_number(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+
+
+def _finite_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(value))
