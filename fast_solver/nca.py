@@ -240,7 +240,9 @@ def _within_class_softmax(D_same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``log sum_j exp(-d_ij)`` (m,) and ``q_ij = p_ij / p_i`` (m, s) over the same-class
     distances ``D_same`` (m, s) (the point itself at ``inf``), in the log domain (eq. 7)."""
     nearest = D_same.min(axis=1, keepdims=True)
-    Q = np.exp(np.maximum(nearest - D_same, -MAX_EXPONENT))
+    Q = nearest - D_same
+    np.maximum(Q, -MAX_EXPONENT, out=Q)
+    np.exp(Q, out=Q)
     total = Q.sum(axis=1, keepdims=True)
     Q /= total
     return (np.log(total) - nearest)[:, 0], Q
