@@ -267,7 +267,8 @@ def initial_components(X: np.ndarray, y: np.ndarray, n_components: int, init,
     if init == "random":
         return check_random_state(random_state).standard_normal((n_components, d))
     if init == "pca":
-        return PCA(n_components=n_components, random_state=check_random_state(random_state)).fit(X).components_
+        pca = PCA(n_components=n_components, random_state=check_random_state(random_state))
+        return pca.fit(X).components_
     if init == "lda":
         return LinearDiscriminantAnalysis(n_components=n_components).fit(X, y).scalings_.T[:n_components]
     raise ValueError(f"init must be one of {INITS} or an array, got {init!r}.")

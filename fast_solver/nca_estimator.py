@@ -29,8 +29,9 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     ----------
     n_components : int, default=None
         Rows of ``A``, at most n_features; ``None`` means n_features.
-    init : {"auto", "pca", "lda", "identity", "random"} or ndarray of shape (n_components, n_features), default="auto"
-        Starting ``A`` (``fast_solver.nca.initial_components``): "auto" picks "lda" when
+    init : {"auto", "pca", "lda", "identity", "random"} or ndarray, default="auto"
+        Starting ``A`` (``fast_solver.nca.initial_components``), or an array of shape
+        (n_components, n_features): "auto" picks "lda" when
         ``n_components <= n_classes - 1``, else "pca" when ``n_components`` is below
         ``min(n_features, n_samples)``, else "identity".
     warm_start : bool, default=False

@@ -56,7 +56,8 @@ def test_value_and_gradient_match_the_brute_force(objective, rows):
     expected_value, expected_gradient = brute_force(A, X, y, objective)
     assert gradient.shape == A.shape
     assert value == pytest.approx(expected_value, rel=1e-12)
-    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-10, atol=1e-12 * np.abs(expected_gradient).max())
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-10,
+                               atol=1e-12 * np.abs(expected_gradient).max())
 
 
 @pytest.mark.parametrize("objective", ["f", "g"])
