@@ -1,6 +1,6 @@
 """The scalable LMNN solvers with a certified stop (``fast_solver.solver``: LMNN and multi-metric
-LMNN; ``multipass``), energy-based classification (``energy``), MMC at scale (``mmc``), MLNG
-(``mlng``, ``mlng_sgd``) and their estimators.
+LMNN; ``multipass``), energy-based classification (``energy``), MMC at scale (``mmc``), NCA
+(``nca``, memory-bounded), MLNG (``mlng``, ``mlng_sgd``) and their estimators.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """
@@ -14,12 +14,14 @@ from fast_solver.mlng_sgd import MLNGResult, fit_mlng
 from fast_solver.mmc import FastMMCResult, solve_mmc_fast
 from fast_solver.multi_metric import MultiMetricLMNN, cluster_neighbors
 from fast_solver.multipass import MultiPassLMNN, MultiPassResult, solve_multipass
+from fast_solver.nca import minimize_nca, nca_objective
+from fast_solver.nca_estimator import NCA
 from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
     "EnergyClassifier", "LMNN", "FastLMNNResult", "FastMMCResult", "MLNG", "MLNGResult",
-    "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "Stage", "cluster_neighbors",
-    "energies", "fit_mlng", "impostor_pairs", "impostor_radius", "solve", "solve_mmc_fast",
-    "solve_multipass",
+    "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "NCA", "Stage", "cluster_neighbors",
+    "energies", "fit_mlng", "impostor_pairs", "impostor_radius", "minimize_nca", "nca_objective",
+    "solve", "solve_mmc_fast", "solve_multipass",
 ]

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from fast_solver.impostors import SEARCH_METHODS
 from fast_solver.result import Stage
@@ -20,8 +20,33 @@ from fast_solver.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 
 
-class LinearMetricTransformer(TransformerMixin):
-    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map."""
+class MahalanobisMixin:
+    """metric-learn's view of a learned linear map ``L = components_`` (n_components,
+    n_features): the Mahalanobis matrix ``M = L^T L`` and the distances of pairs."""
+
+    def get_mahalanobis_matrix(self) -> np.ndarray:
+        """``M = components_^T components_``, shape (n_features, n_features)."""
+        check_is_fitted(self)
+        return self.components_.T @ self.components_
+
+    def pair_distance(self, pairs) -> np.ndarray:
+        """``sqrt((x - x')^T M (x - x'))`` of each pair in ``pairs`` (n_pairs, 2, n_features),
+        shape (n_pairs,)."""
+        check_is_fitted(self)
+        _reject_complex(pairs, "pairs")
+        pairs = check_array(pairs, allow_nd=True)
+        check_real_dtype(pairs.dtype, "pairs")
+        d = self.n_features_in_
+        if pairs.ndim != 3 or pairs.shape[1:] != (2, d):
+            raise ValueError(f"pairs must have shape (n_pairs, 2, {d}): two points of {d} features "
+                             f"each, got {pairs.shape}; stack them with np.stack([X1, X2], axis=1).")
+        differences = (pairs[:, 0] - pairs[:, 1]) @ self.components_.T
+        return np.sqrt(np.einsum("pr,pr->p", differences, differences))
+
+
+class LinearMetricTransformer(MahalanobisMixin, TransformerMixin):
+    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map,
+    with ``get_mahalanobis_matrix`` and ``pair_distance`` (``MahalanobisMixin``)."""
 
     def transform(self, X):
         """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
@@ -139,15 +164,22 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
 
 def labelled_problem(estimator: BaseEstimator, X, y) -> LMNNProblem:
     """The checked ``LMNNProblem`` of ``fit(X, y)`` with the estimator's ``k`` and ``mu``
-    (scikit-learn's validation, complex input refused, at least two classes)."""
-    _reject_complex(X)
-    X, y = validate_data(estimator, X, y, ensure_min_samples=2)
-    check_classification_targets(y)
+    (``labelled_inputs``, at least two classes)."""
+    X, y = labelled_inputs(estimator, X, y)
     n_classes = len(np.unique(y))
     if n_classes < 2:
         raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
                          "impostors are points of another class.")
     return LMNNProblem(X, y, k=estimator.k, mu=estimator.mu)
+
+
+def labelled_inputs(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` (n_samples, n_features) and class labels ``y`` (n_samples,) of ``fit(X, y)``:
+    scikit-learn's validation (sets ``n_features_in_``), complex input refused."""
+    _reject_complex(X)
+    X, y = validate_data(estimator, X, y, ensure_min_samples=2)
+    check_classification_targets(y)
+    return X, y
 
 
 def fitted_inputs(estimator: BaseEstimator, X) -> np.ndarray:
@@ -169,15 +201,15 @@ def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> 
                       "Newton iterations; raise max_iter.", ConvergenceWarning)
 
 
-def _reject_complex(X) -> None:
+def _reject_complex(X, name: str = "X") -> None:
     """Complex ``X`` (array, sparse matrix, nested lists) raises before scikit-learn's
-    validation, so the error names ``X`` and the fix; the message keeps scikit-learn's
+    validation, so the error names ``name`` and the fix; the message keeps scikit-learn's
     "Complex data not supported"."""
     dtype = getattr(X, "dtype", None)
     if not isinstance(dtype, np.dtype):  # lists, data frames, other array-likes
         dtype = np.asarray(X).dtype
     if dtype.kind == "c":
-        check_real_dtype(dtype, "X")
+        check_real_dtype(dtype, name)
 
 
 class _ProgressTable:

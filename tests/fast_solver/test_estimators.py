@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
@@ -147,3 +147,33 @@ def test_complex_init_is_rejected():
     X, y = load_iris(return_X_y=True)
     with pytest.raises(TypeError, match=r"init must be real numbers, got complex128; pass init\.real"):
         LMNN(init=np.eye(4) + 0j).fit(X, y)
+
+
+def test_mahalanobis_matrix_and_pair_distances(iris_model):
+    # metric-learn's API: M = L^T L and sqrt((x - x')^T M (x - x')) for pairs (n_pairs, 2, d)
+    X, _, model = iris_model
+    np.testing.assert_allclose(model.get_mahalanobis_matrix(), model.metric_, rtol=1e-10,
+                               atol=1e-12 * np.abs(model.metric_).max())
+    pairs = np.stack([X[:20], X[20:40]], axis=1)
+    expected = [np.sqrt((a - b) @ model.metric_ @ (a - b)) for a, b in zip(X[:20], X[20:40])]
+    np.testing.assert_allclose(model.pair_distance(pairs), expected, rtol=1e-10)
+    np.testing.assert_array_equal(model.pair_distance(pairs[:, ::-1]), model.pair_distance(pairs))
+
+
+@pytest.mark.parametrize("pairs, error, match", [
+    (np.zeros((5, 3, 4)), ValueError, r"pairs must have shape \(n_pairs, 2, 4\)"),
+    (np.zeros((5, 2, 3)), ValueError, r"pairs must have shape \(n_pairs, 2, 4\)"),
+    (np.zeros((5, 4)), ValueError, r"pairs must have shape \(n_pairs, 2, 4\)"),
+    (np.full((5, 2, 4), np.nan), ValueError, "NaN"),
+    (np.zeros((5, 2, 4)) + 1j, TypeError, r"pairs must be real numbers, got complex128; pass pairs\.real"),
+], ids=["three-points", "three-features", "2d", "nan", "complex"])
+def test_bad_pairs_are_named(pairs, error, match, iris_model):
+    with pytest.raises(error, match=match):
+        iris_model[2].pair_distance(pairs)
+
+
+def test_mahalanobis_methods_need_a_fitted_model():
+    with pytest.raises(NotFittedError):
+        LMNN().get_mahalanobis_matrix()
+    with pytest.raises(NotFittedError):
+        LMNN().pair_distance(np.zeros((1, 2, 4)))

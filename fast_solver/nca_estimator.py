@@ -1,0 +1,150 @@
+"""scikit-learn estimator for NCA, a thin shell over ``fast_solver.nca.minimize_nca``."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from fast_solver.estimators import LinearMetricTransformer, labelled_inputs
+from fast_solver.nca import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
+
+
+class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimator):
+    """Neighbourhood Components Analysis (Goldberger et al., NIPS 2004), memory-bounded.
+
+    Maximises the expected number of correctly classified points ``f(A)`` (eq. 3) or
+    ``g(A) = sum_i log p_i`` (eq. 6) over ``A`` (n_components, n_features) with
+    L-BFGS-B; parameters named as scikit-learn's ``NeighborhoodComponentsAnalysis``.
+    Distances are computed in blocks of rows within ``working_memory`` MiB, never the
+    n x n matrix at once (``fast_solver.nca``).
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Rows of ``A``, at most n_features; ``None`` means n_features.
+    init : {"auto", "pca", "lda", "identity", "random"} or ndarray, default="auto"
+        Starting ``A`` (``fast_solver.nca.initial_components``), or an array of shape
+        (n_components, n_features): "auto" picks "lda" when
+        ``n_components <= n_classes - 1``, else "pca" when ``n_components`` is below
+        ``min(n_features, n_samples)``, else "identity".
+    warm_start : bool, default=False
+        Start from the ``components_`` of the previous ``fit`` when there is one.
+    max_iter : int, default=50
+        L-BFGS-B iterations.
+    tol : float, default=1e-5
+        L-BFGS-B's tolerance (scipy's ``minimize(tol=...)``).
+    callback : callable, default=None
+        ``callback(A.ravel(), n_iter)`` after each iteration, ``n_iter`` counted from 1.
+    verbose : int, default=0
+        If positive, print one row per iteration: objective and seconds.
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``init="random"`` and ``"pca"``.
+    objective : {"f", "g"}, default="f"
+        Eq. 3 (scikit-learn's objective) or eq. 6 (needs two points in every class).
+    working_memory : float, default=64
+        MiB for the blocks of distances (at least one row a block).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        The learned ``A``; ``transform(X) = X @ components_.T``.
+    objective_ : float
+        ``f`` or ``g`` at ``components_``.
+    n_iter_ : int
+        L-BFGS-B iterations run.
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "init": [StrOptions(set(INITS)), np.ndarray],
+        "warm_start": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "callback": [callable, None],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "working_memory": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_components=None, *, init="auto", warm_start=False, max_iter=50, tol=1e-5,
+                 callback=None, verbose=0, random_state=None, objective="f",
+                 working_memory=WORKING_MEMORY):
+        self.n_components = n_components
+        self.init = init
+        self.warm_start = warm_start
+        self.max_iter = max_iter
+        self.tol = tol
+        self.callback = callback
+        self.verbose = verbose
+        self.random_state = random_state
+        self.objective = objective
+        self.working_memory = working_memory
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn ``A`` from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        previous = getattr(self, "components_", None) if self.warm_start else None
+        X, y = labelled_inputs(self, X, y)
+        result = minimize_nca(X, y, self._start(X, y, previous), objective=self.objective,
+                              max_iter=self.max_iter, tol=self.tol, callback=self._each_iteration(),
+                              working_memory=self.working_memory)
+        self.components_ = result.components
+        self.objective_ = result.objective
+        self.n_iter_ = int(result.nit)
+        if not result.success:
+            advice = "; raise max_iter" if result.status == 1 else ""
+            warnings.warn(f"[NCA] did not converge after {result.nit} iterations: {result.message}"
+                          f"{advice}.", ConvergenceWarning)
+        return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.components_.shape[0]
+
+    def _start(self, X: np.ndarray, y: np.ndarray, previous) -> np.ndarray:
+        """The starting ``A`` (n_components, n_features), checked against ``X``."""
+        d = X.shape[1]
+        if self.n_components is not None and self.n_components > d:
+            raise ValueError(f"n_components={self.n_components} is larger than the {d} features of X; "
+                             f"pass n_components <= {d}.")
+        if previous is not None:
+            if previous.shape[1] != d:
+                raise ValueError(f"warm_start: X has {d} features but the previous fit had "
+                                 f"{previous.shape[1]}; pass warm_start=False to start afresh.")
+            return previous
+        if not isinstance(self.init, np.ndarray):
+            return initial_components(X, y, self.n_components or d, self.init, self.random_state)
+        A = check_map(self.init, d, "init")
+        if A.shape[0] > d:
+            raise ValueError(f"init has {A.shape[0]} rows, more than the {d} features of X; NCA maps "
+                             f"to at most {d} dimensions: pass an init with at most {d} rows.")
+        if self.n_components not in (None, A.shape[0]):
+            raise ValueError(f"init has {A.shape[0]} rows but n_components={self.n_components}; "
+                             "make them agree (or leave n_components=None).")
+        return A
+
+    def _each_iteration(self):
+        """The optimiser's callback: the user's ``callback`` and the ``verbose`` table."""
+        started, count = time.perf_counter(), [0]
+        if self.verbose:
+            header = f"{'Iteration':>10} {'Objective ' + self.objective:>20} {'Time(s)':>10}"
+            print(f"[NCA]\n[NCA] {header}\n[NCA] {'-' * len(header)}", file=sys.stdout)
+
+        def each(A: np.ndarray, value: float) -> None:
+            count[0] += 1
+            if self.verbose:
+                print(f"[NCA] {count[0]:>10d} {value:>20.6e} {time.perf_counter() - started:>10.2f}",
+                      file=sys.stdout)
+            if self.callback is not None:
+                self.callback(A.ravel(), count[0])
+
+        return each
