@@ -1,6 +1,6 @@
 """The scalable LMNN solvers with a certified stop (``fast_solver.solver``: LMNN and multi-metric
-LMNN; ``multipass``), energy-based classification (``energy``), MMC at scale (``mmc``) and
-their estimators.
+LMNN; ``multipass``), low-rank LMNN / LMCA and kernel LMCA (``lmca``, ``kernel_lmca``),
+energy-based classification (``energy``), MMC at scale (``mmc``) and their estimators.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """
@@ -9,6 +9,9 @@ from fast_solver.energy import energies
 from fast_solver.energy_estimator import EnergyClassifier
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
+from fast_solver.kernel_lmca import KernelLMCA, solve_kernel_lmca
+from fast_solver.lmca import LMCA, price_of_rank, solve_lmca
+from fast_solver.low_rank import LMCAResult
 from fast_solver.mmc import FastMMCResult, solve_mmc_fast
 from fast_solver.multi_metric import MultiMetricLMNN, cluster_neighbors
 from fast_solver.multipass import MultiPassLMNN, MultiPassResult, solve_multipass
@@ -16,7 +19,8 @@ from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "EnergyClassifier", "LMNN", "FastLMNNResult", "FastMMCResult", "MultiMetricLMNN",
-    "MultiPassLMNN", "MultiPassResult", "Stage", "cluster_neighbors", "energies",
-    "impostor_pairs", "impostor_radius", "solve", "solve_mmc_fast", "solve_multipass",
+    "EnergyClassifier", "KernelLMCA", "LMCA", "LMCAResult", "LMNN", "FastLMNNResult", "FastMMCResult",
+    "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "Stage", "cluster_neighbors", "energies",
+    "impostor_pairs", "impostor_radius", "price_of_rank", "solve", "solve_kernel_lmca", "solve_lmca",
+    "solve_mmc_fast", "solve_multipass",
 ]
