@@ -233,7 +233,8 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     coef0 : float, default=1
         Constant of the polynomial kernel.
     k, mu, hinge, max_iter, tol, warm_start, callback, verbose, random_state
-        As in ``fast_solver.lmca.LMCA`` (``callback(Omega, n_iter)``).
+        As in ``fast_solver.lmca.LMCA`` (``callback(Omega, n_iter)``; ``warm_start``
+        needs the same training points).
     init : {"kpca", "random"} or ndarray of shape (n_components, n_samples), default="kpca"
         Starting ``Omega``; the paper starts at kernel PCA.
     kernel_memory : int, default=256
@@ -298,10 +299,14 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         """Learn ``Omega`` from ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
         problem = labelled_problem(self, X, y)
         kernel = make_kernel(self.kernel, problem.n_features, self.gamma, self.degree, self.coef0)
-        init = self.init
-        if self.warm_start and hasattr(self, "dual_coef_"):
-            init = self.dual_coef_
-        result = solve_kernel_lmca(problem, kernel, self.n_components, init=init, hinge=self.hinge,
+        init, n_components = self.init, self.n_components
+        if self.warm_start and hasattr(self, "dual_coef_"):  # as NCA: init and n_components ignored
+            if self.dual_coef_.shape[1] != problem.n_samples:
+                raise ValueError(f"warm_start continues from dual_coef_ over the {self.dual_coef_.shape[1]} "
+                                 f"points of the last fit, but X has {problem.n_samples} rows; fit the "
+                                 "same points or set warm_start=False.")
+            init, n_components = self.dual_coef_, len(self.dual_coef_)
+        result = solve_kernel_lmca(problem, kernel, n_components, init=init, hinge=self.hinge,
                                    tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
                                    kernel_memory=int(self.kernel_memory * 2**20), callback=self.callback,
                                    report=ProgressTable(type(self).__name__) if self.verbose else None)

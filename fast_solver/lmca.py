@@ -214,7 +214,8 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
     tol : float, default=1e-5
         Relative decrease over 10 L-BFGS iterations at which L-BFGS stops; the continuation's tolerance.
     warm_start : bool, default=False
-        Start from the previous ``components_`` when fitted before.
+        Start from the previous ``components_`` when fitted before (``init`` and
+        ``n_components`` are then ignored, as in scikit-learn's NCA).
     callback : callable, default=None
         ``callback(L, n_iter)`` after every L-BFGS iteration.
     verbose : int, default=0
@@ -265,10 +266,10 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
     def fit(self, X, y):
         """Learn ``L`` from ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
         problem = labelled_problem(self, X, y)
-        init = self.init
-        if self.warm_start and hasattr(self, "components_"):
-            init = self.components_
-        result = solve_lmca(problem, self.n_components, init=init, hinge=self.hinge, tol=self.tol,
+        init, n_components = self.init, self.n_components
+        if self.warm_start and hasattr(self, "components_"):  # as NCA: init and n_components ignored
+            init, n_components = self.components_, len(self.components_)
+        result = solve_lmca(problem, n_components, init=init, hinge=self.hinge, tol=self.tol,
                             max_iter=self.max_iter, random_state=self.random_state,
                             callback=self.callback,
                             report=ProgressTable(type(self).__name__) if self.verbose else None)

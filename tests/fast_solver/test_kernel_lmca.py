@@ -195,3 +195,5 @@ def test_warm_start_and_callback():
     with pytest.warns(ConvergenceWarning):
         model.fit(X, y)
     np.testing.assert_array_equal(model.dual_coef_, first)
+    with pytest.raises(ValueError, match="warm_start continues from dual_coef_ over the 150 points"):
+        model.fit(X[:100], y[:100])
