@@ -12,6 +12,14 @@ update is ``Omega <- Omega - lambda Gamma`` (eq. 5); the gradient in ``Omega`` i
 ``Gamma K``. Here L-BFGS runs on ``Omega`` with that gradient
 (``fast_solver.low_rank``), and a new point maps to ``Omega k(X_train, x)``.
 
+With an RBF kernel the training eq. 14 can be driven towards 0 (Ionosphere, 245
+training rows, 34 components: 0.001 after 3,000 L-BFGS iterations in coordinates
+whitened by ``K``), so the iteration budget regularises, as the paper's
+early-stopped steepest descent did. In ``Omega`` L-BFGS moves slowly along the
+small eigenvalues of ``K``: on the same split eq. 14 was 880, 606, 336 and 156
+after 100, 300, 1,000 and 3,000 iterations, and the 3-NN test error 6.6, 6.6, 7.5
+and 7.5%.
+
 Memory is bounded in ``n``: the training kernel matrix is kept only when its
 ``8 n^2`` bytes fit ``kernel_memory`` (default ``KERNEL_MEMORY``, 256 MiB, so up
 to n = 5,792); otherwise every product ``K V`` is formed block by block
