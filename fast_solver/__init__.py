@@ -1,6 +1,7 @@
 """The scalable LMNN solvers with a certified stop (``fast_solver.solver``: LMNN and multi-metric
-LMNN; ``multipass``), energy-based classification (``energy``), MMC at scale (``mmc``), NCA
-(``nca``, memory-bounded), MLNG (``mlng``, ``mlng_sgd``) and their estimators.
+LMNN; ``multipass``), low-rank LMNN / LMCA and kernel LMCA (``lmca``, ``kernel_lmca``),
+energy-based classification (``energy``), MMC at scale (``mmc``), NCA (``nca``, memory-bounded),
+MLNG (``mlng``, ``mlng_sgd``) and their estimators.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """
@@ -9,6 +10,9 @@ from fast_solver.energy import energies
 from fast_solver.energy_estimator import EnergyClassifier
 from fast_solver.estimators import LMNN  # noqa: F401
 from fast_solver.impostors import impostor_pairs, impostor_radius
+from fast_solver.kernel_lmca import KernelLMCA, solve_kernel_lmca
+from fast_solver.lmca import LMCA, price_of_rank, solve_lmca
+from fast_solver.low_rank import LMCAResult
 from fast_solver.mlng_estimator import MLNG
 from fast_solver.mlng_sgd import MLNGResult, fit_mlng
 from fast_solver.mmc import FastMMCResult, solve_mmc_fast
@@ -20,8 +24,9 @@ from fast_solver.result import FastLMNNResult, Stage
 from fast_solver.solver import solve
 
 __all__ = [
-    "EnergyClassifier", "LMNN", "FastLMNNResult", "FastMMCResult", "MLNG", "MLNGResult",
-    "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "NCA", "Stage", "cluster_neighbors",
-    "energies", "fit_mlng", "impostor_pairs", "impostor_radius", "minimize_nca", "nca_objective",
-    "solve", "solve_mmc_fast", "solve_multipass",
+    "EnergyClassifier", "KernelLMCA", "LMCA", "LMCAResult", "LMNN", "FastLMNNResult", "FastMMCResult",
+    "MLNG", "MLNGResult", "MultiMetricLMNN", "MultiPassLMNN", "MultiPassResult", "NCA", "Stage",
+    "cluster_neighbors", "energies", "fit_mlng", "impostor_pairs", "impostor_radius", "minimize_nca",
+    "nca_objective", "price_of_rank", "solve", "solve_kernel_lmca", "solve_lmca", "solve_mmc_fast",
+    "solve_multipass",
 ]

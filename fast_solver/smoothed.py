@@ -66,12 +66,16 @@ class PairGraph:
         """The rows of ``X`` (n, r) at the graph's nodes."""
         return X if self.nodes is None else X[self.nodes]
 
-    def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
+    def laplacian(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``Lap_w X`` at the graph's nodes (``rows``): at node ``u``, ``sum_p w_p (x_u - x_v)``
+        over the pairs ``p`` joining ``u`` and ``v``; ``X`` (n, r), weights (P,)."""
         edge_w = np.concatenate([weights, weights])[self.order]
         X = self.rows(X)
-        Y = kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
-        S = cross_product(X, Y)
+        return kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
+
+    def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
+        S = cross_product(self.rows(X), self.laplacian(weights, X))
         return (S + S.T) / 2
 
 
