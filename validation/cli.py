@@ -360,8 +360,10 @@ def run_verify(args: argparse.Namespace) -> int:
 # -- experiments ----------------------------------------------------------------
 def add_experiments_parser(subparsers) -> None:
     """``experiments``: Table 1's protocol on Dask (``validation.experiments``)."""
-    from validation.experiments import protocol, session
+    from validation.experiments import protocol
+    from validation.experiments.gate import QUICK_GATE_N
     from validation.experiments.methods import METHODS
+    from validation.experiments.store import DEFAULT_FOLDER
 
     command = _add_command(
         subparsers, "experiments", "the paper's Table 1 protocol on Dask, with tables and plots",
@@ -372,25 +374,28 @@ def add_experiments_parser(subparsers) -> None:
         "Fast solvers run only after their cross-check on the built-in instances passes "
         "(cached per environment). Writes Markdown and CSV tables beside Table 1's numbers and "
         "PNG plots to --report; exits 1 if any task failed or was refused.")
-    command.add_argument("--datasets", nargs="+", default=list(protocol.DATASETS),
-                         choices=list(protocol.DATASETS), metavar="NAME",
-                         help="data sets (default: all; those not fetched are skipped): "
-                              "%(choices)s")
+    command.add_argument("--datasets", nargs="+", choices=list(protocol.DATASETS), metavar="NAME",
+                         help="data sets (default: all, with --quick "
+                              f"{' '.join(protocol.QUICK_DATASETS)}; those not fetched are "
+                              "skipped): %(choices)s")
     command.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                          metavar="NAME", help="methods (default: all): %(choices)s")
     command.add_argument("--splits", type=int, metavar="N",
                          help="at most N splits per data set (default: Table 1's, 10 elsewhere)")
     command.add_argument("--quick", action="store_true",
-                         help=f"the small version: {session.QUICK_SPLITS} splits of stratified "
-                              f"subsets of {session.QUICK_ROWS} rows")
+                         help=f"the small version: {protocol.QUICK_SPLITS} splits of stratified "
+                              f"subsets of {protocol.QUICK_ROWS} rows, gates on the built-in "
+                              f"instances of at most {QUICK_GATE_N} points")
     command.add_argument("--scheduler", metavar="ADDRESS",
                          help="a running Dask scheduler (default: a LocalCluster)")
     command.add_argument("--workers", type=int, default=2,
                          help="LocalCluster worker processes, one thread each (default 2)")
-    command.add_argument("--results", type=Path, default=session.DEFAULT_RESULTS, metavar="DIR",
+    command.add_argument("--results", type=Path, default=DEFAULT_FOLDER, metavar="DIR",
                          help="folder of the results store results.sqlite (default: %(default)s)")
     command.add_argument("--report", type=Path, metavar="DIR",
                          help="folder of the tables and plots (default: RESULTS/report)")
+    command.add_argument("--no-figures", action="store_true",
+                         help="tables and bar chart only: skip the fits of the illustrative figures")
     command.add_argument("--no-progress", action="store_true", help="no progress bar")
     command.set_defaults(run=run_experiments)
 
@@ -404,7 +409,7 @@ def run_experiments(args: argparse.Namespace) -> int:
     outcome = session.experiments(
         args.datasets, args.methods, splits=args.splits, quick=args.quick,
         scheduler=args.scheduler, workers=args.workers, results=args.results,
-        report_dir=args.report, progress=not args.no_progress)
+        report_dir=args.report, progress=not args.no_progress, make_figures=not args.no_figures)
     for message in outcome.skipped:
         print(f"skipped {message}")
     print(outcome.written[0].read_text())

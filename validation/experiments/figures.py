@@ -4,9 +4,9 @@
   principal components, multi-metric LMNN with one metric per class (k = 3, mu = 0.5).
 * ``convergence``: LMNN on the training part of split 0 of the run's first data set,
   every continuation stage of ``fast_solver.solve`` recorded through its ``callback``.
-* ``neighbours``: Fashion-MNIST (or digits) test images and their 3 nearest training
-  images before (Euclidean, raw pixels) and after LMNN (on the data set's reduced
-  inputs), on split 0.
+* ``neighbours``: Fashion-MNIST test images (digits when the run has no Fashion-MNIST) and
+  their 3 nearest training images before (Euclidean, raw pixels) and after LMNN (on the
+  data set's reduced inputs), on split 0.
 
 The fits of the last two use at most ``FIGURE_MAX_ROWS`` rows of the data set (the
 protocol's stratified subset), so a full run's figures cost minutes, not the full fits.
@@ -71,9 +71,8 @@ def jobs(datasets: list[str], max_rows: int | None) -> dict[str, tuple]:
     found = {"ellipses": (ellipse_data,)}
     if datasets:
         found["convergence"] = (convergence_data, datasets[0], max_rows)
-    images = [name for name in ("fashion-mnist", "digits") if name in datasets]
-    if images:
-        found["neighbours"] = (neighbour_data, images[0], max_rows)
+    found["neighbours"] = (neighbour_data, "fashion-mnist" if "fashion-mnist" in datasets
+                           else "digits", max_rows)
     return found
 
 

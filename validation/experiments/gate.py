@@ -26,6 +26,8 @@ from validation.experiments.store import ResultStore
 from validation.experiments.versions import environment_key
 from validation.instances import Instance, builtin_instances
 
+QUICK_GATE_N = 60  # --quick: gate on the built-in instances of at most this many points
+
 
 @dataclass(frozen=True)
 class GateResult:

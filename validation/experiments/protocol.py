@@ -36,6 +36,12 @@ from validation import datasets
 K = 3  # target neighbours and k-NN neighbours (Table 1)
 MU = 0.5  # weight of the push term (eq. 14, eq. 15)
 TEST_FRACTION = 0.3
+QUICK_ROWS = 300  # --quick: rows of each data set's stratified subset
+QUICK_SPLITS = 2  # --quick: splits per data set
+# --quick's data sets unless named: those of at most 18 features. On 300-row subsets the
+# others cost LMNN minutes per fit (Fashion-MNIST's PCA-164: 6 min; sonar, digits: 20-60 s,
+# multi-metric 4 min, at load 10 on 2 cores), the low-dimensional ones seconds.
+QUICK_DATASETS = ("iris", "wine", "letters", "vowel", "vehicle", "glass")
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,15 @@ the store's cache); the other tasks start at once. A task whose worker dies is r
 failed with the error, and the rest go on.
 
 ``dask_client`` opens a ``LocalCluster`` (``workers`` processes of one thread each, and
-BLAS / numba threads shared out between them) or connects to a running scheduler.
+BLAS / numba threads shared out between them; its log shows errors only, not the warning
+that a worker took over 4 s to exit at shutdown, which it does on a loaded machine) or
+connects to a running scheduler.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import uuid
 from collections import Counter
@@ -26,7 +29,7 @@ from tqdm.auto import tqdm
 from validation.experiments.gate import (GateResult, cache_gate, cached_gate, gate_environment,
                                          refusal, run_gate)
 from validation.experiments.methods import method
-from validation.experiments.store import ResultStore
+from validation.experiments.store import KEY, ResultStore
 from validation.experiments.task import Task, run_task
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -42,7 +45,8 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
         return
     threads = str(max(1, (os.cpu_count() or 1) // workers))
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, env=dict.fromkeys(THREAD_VARIABLES, threads)) as cluster, \
+                      dashboard_address=None, silence_logs=logging.ERROR,
+                      env=dict.fromkeys(THREAD_VARIABLES, threads)) as cluster, \
             Client(cluster) as client:
         yield client
 
@@ -131,8 +135,7 @@ class _Run:
         self.futures.add(future)
 
     def _record(self, task: Task, row: dict) -> None:
-        keyed = dict(zip(("dataset", "split", "method", "params", "code_version"), task.key))
-        self.store.record({**row, **keyed})
+        self.store.record({**row, **dict(zip(KEY, task.key))})
         self.counts[row["status"]] += 1
         self.bar.update(1)
         self.bar.set_postfix_str(f"{task.name} {row['status']}", refresh=False)

@@ -5,8 +5,9 @@ are not fetched (saying which command fetches them), runs the rest through
 ``runner.run`` into the results store, writes the tables and the bar chart of every
 task of the plan (finished now or in an earlier run) and the three illustrative figures
 (``validation.experiments.figures``). ``quick`` is the small version for CI and
-newcomers: ``QUICK_SPLITS`` splits of stratified subsets of ``QUICK_ROWS`` rows, the gates
-on the built-in instances of at most ``QUICK_GATE_N`` points.
+newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
+rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, the gates on the built-in
+instances of at most ``gate.QUICK_GATE_N`` points.
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from validation.experiments import figures, plots, report, runner
-from validation.experiments.protocol import missing_data
-from validation.experiments.store import ResultStore
+from validation.experiments.gate import QUICK_GATE_N
+from validation.experiments.protocol import (DATASETS, QUICK_DATASETS, QUICK_ROWS, QUICK_SPLITS,
+                                             missing_data)
+from validation.experiments.store import DEFAULT_FOLDER, ResultStore
 from validation.experiments.task import plan
-
-QUICK_ROWS = 300
-QUICK_SPLITS = 2
-QUICK_GATE_N = 60
-DEFAULT_RESULTS = Path("lmnn-sdp-experiments")
 
 
 @dataclass
@@ -37,13 +35,15 @@ class Outcome:
     figure_errors: dict[str, str] = field(default_factory=dict)
 
 
-def experiments(datasets: list[str], methods: list[str], *, splits: int | None = None,
+def experiments(datasets: list[str] | None, methods: list[str], *, splits: int | None = None,
                 quick: bool = False, scheduler: str | None = None, workers: int = 2,
-                results: Path = DEFAULT_RESULTS, report_dir: Path | None = None,
+                results: Path = DEFAULT_FOLDER, report_dir: Path | None = None,
                 progress: bool = True, make_figures: bool = True) -> Outcome:
-    """Run the protocol (module docstring); ``results`` is the folder of the store
-    (``results.sqlite``), ``report_dir`` that of the tables and plots (default
-    ``results/report``)."""
+    """Run the protocol (module docstring) on ``datasets`` (None: all, or ``QUICK_DATASETS``
+    with ``quick``); ``results`` is the folder of the store (``results.sqlite``),
+    ``report_dir`` that of the tables and plots (default ``results/report``)."""
+    if datasets is None:
+        datasets = list(QUICK_DATASETS if quick else DATASETS)
     skipped = [message for message in map(missing_data, datasets) if message]
     datasets = [name for name in datasets if missing_data(name) is None]
     max_rows = QUICK_ROWS if quick else None

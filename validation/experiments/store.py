@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
+DEFAULT_FOLDER = Path("lmnn-sdp-experiments")  # of results.sqlite and the report, by default
 KEY = ("dataset", "split", "method", "params", "code_version")
 STATUSES = ("ok", "failed", "skipped", "refused")  # skipped: a peer not installed; refused: the gate
 NUMBERS = ("test_error", "train_loo_error", "fit_seconds", "eval_seconds", "total_seconds")

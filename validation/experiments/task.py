@@ -23,6 +23,7 @@ from validation import peers
 from validation.experiments.knn import knn_error, nearest_neighbours
 from validation.experiments.methods import Fitted, method, method_params
 from validation.experiments.protocol import K, data_params, dataset_spec, load_split
+from validation.experiments.store import KEY
 from validation.experiments.versions import code_version, package_versions
 
 MAX_WARNINGS = 10  # distinct warning messages kept in a row's stats
@@ -68,8 +69,8 @@ def plan(datasets: list[str], methods: list[str], splits: int | None = None,
 def run_task(task: Task) -> dict:
     """Fit and score one task; the row for ``ResultStore.record`` (module docstring)."""
     start = time.perf_counter()
-    row = dict(zip(("dataset", "split", "method", "params", "code_version"), task.key),
-               versions=package_versions(), worker=f"{socket.gethostname()}:{os.getpid()}")
+    row = dict(zip(KEY, task.key), versions=package_versions(),
+               worker=f"{socket.gethostname()}:{os.getpid()}")
     try:
         if code_version() != task.code_version:
             raise RuntimeError(f"the worker's code version {code_version()} is not the planner's "
