@@ -26,18 +26,22 @@ from validation.experiments.knn import knn_predict
 DPI = 110
 
 
-def table_bars(lines: list[dict], path: str | Path) -> Path:
-    """One panel per data set of ``report.summarise`` lines: bars of ``test_error_mean`` with
-    ``test_error_std`` whiskers, ``paper_test_error`` as black ticks."""
-    datasets = list(dict.fromkeys(line["dataset"] for line in lines))
-    figure = Figure(figsize=(3.2 * max(len(datasets), 1), 3.6), dpi=DPI, layout="constrained")
-    axes = figure.subplots(1, max(len(datasets), 1), squeeze=False)[0]
+def table_bars(lines: list[dict], path: str | Path, per_row: int = 4) -> Path:
+    """One panel per data set of ``report.summarise`` lines (``per_row`` panels a row): bars
+    of ``test_error_mean`` with ``test_error_std`` whiskers (cut at 0), ``paper_test_error``
+    as black ticks."""
+    datasets = list(dict.fromkeys(line["dataset"] for line in lines)) or ["(no results)"]
+    columns = min(per_row, len(datasets))
+    rows = -(-len(datasets) // columns)
+    figure = Figure(figsize=(3.6 * columns, 3.4 * rows), dpi=DPI, layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for ax, dataset in zip(axes, datasets):
         own = [line for line in lines if line["dataset"] == dataset]
         x = np.arange(len(own))
-        means = [line["test_error_mean"] for line in own]
-        stds = [np.nan_to_num(line["test_error_std"]) for line in own]
-        ax.bar(x, means, yerr=stds, color="tab:blue", alpha=0.8, capsize=2)
+        means = np.array([line["test_error_mean"] for line in own], dtype=float)
+        stds = np.nan_to_num(np.array([line["test_error_std"] for line in own], dtype=float))
+        ax.bar(x, means, yerr=[np.minimum(stds, np.nan_to_num(means)), stds], color="tab:blue",
+               alpha=0.8, capsize=2)
         paper = [(i, line["paper_test_error"]) for i, line in enumerate(own)
                  if line["paper_test_error"] is not None]
         if paper:
@@ -46,6 +50,8 @@ def table_bars(lines: list[dict], path: str | Path) -> Path:
         ax.set_xticks(x, [line["method"] for line in own], rotation=60, ha="right", fontsize=7)
         ax.set_title(dataset, fontsize=9)
         ax.set_ylabel("test error (%)", fontsize=8)
+    for ax in axes[len(datasets):]:
+        ax.set_visible(False)
     return _save(figure, path)
 
 
