@@ -404,7 +404,7 @@ def run_experiments(args: argparse.Namespace) -> int:
     """Run, then print the Markdown tables and what was written; 1 if a task failed."""
     from validation.experiments import session
 
-    if args.splits is not None and args.splits < 1 or args.workers < 1:
+    if (args.splits is not None and args.splits < 1) or args.workers < 1:
         args.error("--splits and --workers must be at least 1")
     outcome = session.experiments(
         args.datasets, args.methods, splits=args.splits, quick=args.quick,

@@ -108,19 +108,19 @@ def certified_stats(result) -> dict:
     return {name: value for name, value in stats.items() if value is not None}
 
 
-def identity_fit(X, y, params) -> Fitted:
+def identity_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
     """No learning: 3-NN on the inputs as they are."""
     return Fitted({}, transform=np.asarray)
 
 
-def mmc_fit(X, y, params) -> Fitted:
+def mmc_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
     """MMC (Xing et al. 2002), full metric, on all label pairs (``solve_mmc_fast``)."""
     result = fast_solver.solve_mmc_fast(X, y, tol=params["tol"])
     L = psd_factor(result.metric)
     return Fitted(certified_stats(result), transform=lambda Z: np.asarray(Z) @ L.T)
 
 
-def multi_metric_fit(X, y, params) -> Fitted:
+def multi_metric_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
     """Multi-metric LMNN (sec. 5.2), one metric per class; 3-NN under eq. 16's distances."""
     model = fast_solver.MultiMetricLMNN(**params).fit(X, y)
     return Fitted(certified_stats(model.result_),

@@ -125,8 +125,9 @@ def neighbour_rows(train_images: np.ndarray, y_train, test_images: np.ndarray, y
                                   rows, labels), path)
 
 
-def neighbour_figure(train_images, y_train, test_images, y_test, before, after, rows,
-                     labels=("Euclidean", "LMNN")) -> Figure:
+def neighbour_figure(train_images: np.ndarray, y_train, test_images: np.ndarray, y_test,
+                     before: np.ndarray, after: np.ndarray, rows,
+                     labels: tuple[str, str] = ("Euclidean", "LMNN")) -> Figure:
     """The figure of ``neighbour_rows``: one row of axes per test index, 2 k + 1 columns."""
     rows = list(rows)
     k = before.shape[1]

@@ -110,6 +110,7 @@ class _Run:
                 result = GateResult(solver, False, f"the cross-check of '{solver}' could not run: "
                                     f"{_failure(future)}", [], 0.0)
             self.gates[solver] = result
+            future.release()
             waiting, self.waiting = self.waiting, []
             for task in waiting:
                 self.admit(task)
