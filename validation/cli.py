@@ -5,7 +5,8 @@ fast solver against the certified exact optimum; ``exact`` certifies LMNN on
 scikit-learn's bundled data; ``corpus`` builds or re-verifies the certified
 corpus; ``peers`` certifies other libraries' metrics; ``data`` fetches or lists
 the real data sets; ``certify`` certifies any metric on the user's data and
-writes its certificate, which ``verify`` re-checks. Each command is one ``add_*_parser`` function (its options,
+writes its certificate, which ``verify`` re-checks; ``experiments`` runs the paper's
+Table 1 protocol on Dask into a resumable results store, with tables and plots. Each command is one ``add_*_parser`` function (its options,
 help and description) and one ``run_*`` function (what it does, returning the
 exit status: 0 success, 1 a check that failed, 2 a usage error).
 """
@@ -61,7 +62,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", title="commands", required=True)
     for add_parser in (add_crosscheck_parser, add_exact_parser, add_corpus_parser,
                        add_peers_parser, add_data_parser, add_certify_parser,
-                       add_verify_parser):
+                       add_verify_parser, add_experiments_parser):
         add_parser(subparsers)
     return parser
 
@@ -354,6 +355,71 @@ def run_verify(args: argparse.Namespace) -> int:
         return 1
     print(f"verified: {certificate}")
     return 0
+
+
+# -- experiments ----------------------------------------------------------------
+def add_experiments_parser(subparsers) -> None:
+    """``experiments``: Table 1's protocol on Dask (``validation.experiments``)."""
+    from validation.experiments import protocol
+    from validation.experiments.gate import QUICK_GATE_N
+    from validation.experiments.methods import METHODS
+    from validation.experiments.store import DEFAULT_FOLDER
+
+    command = _add_command(
+        subparsers, "experiments", "the paper's Table 1 protocol on Dask, with tables and plots",
+        "Run the protocol of Weinberger & Saul (JMLR 2009, sec. 4, Table 1) on every data set "
+        "obtainable offline: every (data set, split, method) is a task on dask.distributed "
+        "(a LocalCluster unless --scheduler), each result is stored as it finishes in a "
+        "SQLite store under --results, and a rerun resumes, recomputing only unfinished tasks. "
+        "Fast solvers run only after their cross-check on the built-in instances passes "
+        "(cached per environment). Writes Markdown and CSV tables beside Table 1's numbers and "
+        "PNG plots to --report; exits 1 if any task failed or was refused.")
+    command.add_argument("--datasets", nargs="+", choices=list(protocol.DATASETS), metavar="NAME",
+                         help="data sets (default: all, with --quick "
+                              f"{' '.join(protocol.QUICK_DATASETS)}; those not fetched are "
+                              "skipped): %(choices)s")
+    command.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
+                         metavar="NAME", help="methods (default: all): %(choices)s")
+    command.add_argument("--splits", type=int, metavar="N",
+                         help="at most N splits per data set (default: Table 1's, 10 elsewhere)")
+    command.add_argument("--quick", action="store_true",
+                         help=f"the small version: {protocol.QUICK_SPLITS} splits of stratified "
+                              f"subsets of {protocol.QUICK_ROWS} rows, gates on the built-in "
+                              f"instances of at most {QUICK_GATE_N} points")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="a running Dask scheduler (default: a LocalCluster)")
+    command.add_argument("--workers", type=int, default=2,
+                         help="LocalCluster worker processes, one thread each (default 2)")
+    command.add_argument("--results", type=Path, default=DEFAULT_FOLDER, metavar="DIR",
+                         help="folder of the results store results.sqlite (default: %(default)s)")
+    command.add_argument("--report", type=Path, metavar="DIR",
+                         help="folder of the tables and plots (default: RESULTS/report)")
+    command.add_argument("--no-figures", action="store_true",
+                         help="tables and bar chart only: skip the fits of the illustrative figures")
+    command.add_argument("--no-progress", action="store_true", help="no progress bar")
+    command.set_defaults(run=run_experiments)
+
+
+def run_experiments(args: argparse.Namespace) -> int:
+    """Run, then print the Markdown tables and what was written; 1 if a task failed."""
+    from validation.experiments import session
+
+    if (args.splits is not None and args.splits < 1) or args.workers < 1:
+        args.error("--splits and --workers must be at least 1")
+    outcome = session.experiments(
+        args.datasets, args.methods, splits=args.splits, quick=args.quick,
+        scheduler=args.scheduler, workers=args.workers, results=args.results,
+        report_dir=args.report, progress=not args.no_progress, make_figures=not args.no_figures)
+    for message in outcome.skipped:
+        print(f"skipped {message}")
+    print(outcome.written[0].read_text())
+    for name, error in outcome.figure_errors.items():
+        print(f"figure {name} not made: {error}")
+    counts = outcome.counts
+    print(", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "skipped", "refused", "finished"))
+          + " (finished: in the store from an earlier run)")
+    print("written: " + ", ".join(map(str, outcome.written)))
+    return 1 if counts["failed"] or counts["refused"] else 0
 
 
 def read_array(path: Path, name: str) -> np.ndarray:

@@ -23,6 +23,7 @@ COMMANDS = {  # each command and a phrase of its description (its --help)
     "data": "Fetch or list the local data sets",
     "certify": "Certify how close a Mahalanobis metric",
     "verify": "Re-derive a saved certificate",
+    "experiments": "Run the protocol of Weinberger & Saul (JMLR 2009, sec. 4, Table 1)",
 }
 
 

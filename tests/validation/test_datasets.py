@@ -220,6 +220,22 @@ def test_bundled_iris_and_digits_are_left_as_distributed():
     assert X_digits.min() == 0.0 and X_digits.max() == 16.0
 
 
+def test_bundled_standardise_overrides_the_table():
+    from sklearn.datasets import load_wine
+
+    X, y = datasets.load_bundled("wine", standardise=False)
+    np.testing.assert_array_equal(X, load_wine().data)
+    X_iris, _ = datasets.load_bundled("iris", standardise=True)
+    np.testing.assert_allclose(X_iris.std(axis=0), 1.0, rtol=1e-12)
+
+
+def test_glass_labels_come_from_its_type_column():
+    frame = pd.DataFrame({"RI": [1.52, 1.51], "Na": [13.6, 13.9],
+                          "Type": pd.Categorical(["1", "7"])})
+    X, y = datasets.frame_to_arrays(frame, datasets.MLBENCH_TARGETS["Glass"])
+    assert X.shape == (2, 2) and y.tolist() == ["1", "7"]
+
+
 def test_bundled_digits_pca_keeps_the_leading_components():
     X_full, _ = datasets.load_bundled("digits")
     X, y = datasets.load_bundled("digits", pca=10)

@@ -1,0 +1,64 @@
+"""The report: mean ± std over splits, Table 1 beside it, unfinished tasks listed."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from validation.experiments.paper import TABLE_1, paper_error
+from validation.experiments.report import mean_std, summarise, write_tables
+
+
+def row(dataset, method, split, test, loo=0.05, status="ok", stats=None, error=None):
+    return {"dataset": dataset, "method": method, "split": split, "test_error": test,
+            "train_loo_error": loo, "fit_seconds": 2.0, "status": status, "stats": stats or {},
+            "error": error}
+
+
+def test_mean_and_sample_std():
+    assert mean_std([1.0, 2.0, 6.0]) == pytest.approx((3.0, math.sqrt(7.0)))
+    mean, std = mean_std([4.0])
+    assert mean == 4.0 and math.isnan(std)
+    assert all(math.isnan(v) for v in mean_std([]))
+    assert mean_std([1.0, float("nan"), 3.0]) == pytest.approx((2.0, math.sqrt(2.0)))
+
+
+def test_summary_in_percent_beside_table_1():
+    rows = [row("letters", "lmnn", 0, 0.04, stats={"certified_gap": 2e-7, "active_triplets": 100}),
+            row("letters", "lmnn", 1, 0.02, stats={"certified_gap": 5e-7, "active_triplets": 300}),
+            row("letters", "lmnn", 2, float("nan"), status="failed", error="Traceback\nMemoryError"),
+            row("iris", "svm", 0, 0.10, loo=float("nan"))]
+    lmnn, svm = summarise(rows)
+    assert lmnn["splits"] == 2 and lmnn["not_finished"] == 1
+    assert lmnn["test_error_mean"] == pytest.approx(3.0)
+    assert lmnn["test_error_std"] == pytest.approx(math.sqrt(2.0))
+    assert lmnn["paper_test_error"] == 3.60 and lmnn["certified_gap_max"] == 5e-7
+    assert lmnn["active_triplets_mean"] == 200
+    assert svm["paper_test_error"] == 3.45 and math.isnan(svm["train_loo_error_mean"])
+    assert svm["active_triplets_mean"] is None
+
+
+def test_markdown_and_csv(tmp_path):
+    rows = [row("iris", "lmnn", 0, 0.10), row("iris", "lmnn", 1, 0.30),
+            row("iris", "mmc", 0, float("nan"), status="refused",
+                error="refused: mmc needs fast solvers whose cross-check ... failed")]
+    md, csv_path = write_tables(rows, tmp_path / "report")
+    text = md.read_text()
+    assert "| lmnn | 2 | 20.00 ± 14.14 | 4.37 | 5.00 ± 0.00 | 2 | - | - |" in text
+    assert "| mmc | 0 (1 not finished) | - | 3.55 |" in text
+    assert "| iris/0/mmc | refused | refused: mmc needs fast solvers" in text
+    with csv_path.open() as handle:
+        lines = list(csv.DictReader(handle))
+    assert [line["method"] for line in lines] == ["lmnn", "mmc"]
+    assert float(lines[0]["test_error_std"]) == pytest.approx(14.142135623730951)
+    assert lines[1]["test_error_mean"] == "" and lines[1]["not_finished"] == "1"
+
+
+def test_table_1_transcription_spot_checks():
+    # letters row of Table 1 (sec. 4) and the README's references 3.60 / energy 2.67
+    assert paper_error("letters", "lmnn") == 3.60 and paper_error("letters", "energy") == 2.67
+    assert paper_error("mnist", "multimetric") == 1.18 and paper_error("wine", "euclidean") == 25.00
+    assert paper_error(None, "lmnn") is None and paper_error("iris", "pylmnn") is None
+    assert all(0 < v < 50 for column in TABLE_1.values() for v in column.values())

@@ -1,0 +1,93 @@
+"""The runner on an in-process Dask cluster: the gate refuses, caches and admits; failures
+are recorded and the rest go on; a rerun computes only what is missing."""
+
+from __future__ import annotations
+
+import pytest
+from distributed import Client, LocalCluster
+
+from validation import crosscheck
+from validation.experiments import gate, methods, runner
+from validation.experiments.methods import Method
+from validation.experiments.store import ResultStore
+from validation.experiments.task import plan
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Threads in this process, so monkeypatches reach the tasks."""
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as connected:
+        yield connected
+
+
+@pytest.fixture()
+def fake_crosscheck(monkeypatch):
+    """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls."""
+    calls, outcome = [], {}
+
+    def fake(instances, solvers, tol=1e-6, jobs=1, progress=True):
+        [solver] = solvers
+        calls.append((solver, len(instances)))
+        return [{"instance": i.name, "solver": solver, "passed": outcome.get(solver, True) or n > 0}
+                for n, i in enumerate(instances[:2])]
+
+    monkeypatch.setattr(crosscheck, "crosscheck", fake)
+    return calls, outcome
+
+
+def test_run_gate_fails_when_any_row_fails_and_names_it(fake_crosscheck):
+    calls, outcome = fake_crosscheck
+    outcome["lmnn"] = False
+    result = gate.run_gate("lmnn", gate.gate_environment(60), 60)
+    assert not result.passed and calls == [("lmnn", 9)]  # the built-in instances of <= 60 points
+    assert result.message == ("cross-check of 'lmnn': 1 of 2 rows on the built-in instances of at "
+                              "most 60 points pass; FAILED: iris-n60-k2-mu0.5")
+    message = gate.refusal("energy", [result])
+    assert message.startswith("refused: energy needs fast solvers whose cross-check")
+    assert "--solvers lmnn" in message
+
+
+def test_run_gate_refuses_to_judge_another_environment():
+    with pytest.raises(RuntimeError, match="same checkout and environment"):
+        gate.run_gate("lmnn", "another environment", 60)
+
+
+def test_a_failing_gate_refuses_its_methods_once_per_environment(client, fake_crosscheck, tmp_path):
+    calls, outcome = fake_crosscheck
+    outcome["lmnn"] = False
+    tasks = plan(["iris"], ["euclidean", "lmnn", "energy", "mmc"], splits=1, max_rows=45)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        counts = runner.run(tasks, store, client, progress=False, gate_max_n=60)
+        rows = {row["method"]: row for row in store.rows()}
+        assert rows["euclidean"]["status"] == "ok" and rows["mmc"]["status"] == "ok"
+        assert rows["lmnn"]["status"] == rows["energy"]["status"] == "refused"
+        assert "FAILED: iris-n60-k2-mu0.5" in rows["lmnn"]["error"]
+        assert counts == {"ok": 2, "refused": 2, "finished": 0}
+        assert sorted(calls) == [("energy", 9), ("lmnn", 9), ("mmc", 9)]
+        again = runner.run(tasks, store, client, progress=False, gate_max_n=60)
+        assert again == {"finished": 2, "refused": 2}
+        assert len(calls) == 3  # the gates came from the store's cache
+
+
+def test_a_passing_gate_lets_the_solver_run(client, fake_crosscheck, tmp_path):
+    tasks = plan(["iris"], ["lmnn"], splits=1, max_rows=45)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        assert runner.run(tasks, store, client, progress=False, gate_max_n=60) == {"ok": 1, "finished": 0}
+        [row] = store.rows()
+        assert row["stats"]["converged"] and row["test_error"] <= 0.2
+
+
+def test_a_failing_task_is_recorded_and_the_rest_go_on(client, monkeypatch, tmp_path):
+    def broken(X, y, params):
+        raise FloatingPointError("no luck on this split")
+
+    monkeypatch.setitem(methods.METHODS, "lda", Method(broken))
+    tasks = plan(["iris"], ["euclidean", "lda", "rca"], splits=2)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        assert runner.run(tasks, store, client, progress=False) == {"ok": 4, "failed": 2, "finished": 0}
+        failed = [row for row in store.rows() if row["status"] == "failed"]
+        assert {row["method"] for row in failed} == {"lda"}
+        assert "FloatingPointError: no luck on this split" in failed[0]["error"]
+        monkeypatch.undo()
+        assert runner.run(tasks, store, client, progress=False) == {"ok": 2, "finished": 4}

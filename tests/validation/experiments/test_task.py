@@ -1,0 +1,121 @@
+"""One task: the plan, the errors it measures (by brute force), failures and skips recorded."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from lmnn_sdp.core.problem import distance_matrix
+from validation import peers
+from validation.experiments import methods, task
+from validation.experiments.methods import Fitted, Method
+from validation.experiments.protocol import load_split
+from validation.experiments.task import evaluate, plan, run_task
+
+
+def brute_force_errors(Z_train, y_train, Z_test, y_test, k=3):
+    """Test and leave-one-out k-NN error from full distance matrices, ties shrinking k."""
+    def vote(labels):
+        for size in range(k, 0, -1):
+            top = Counter(labels[:size]).most_common()
+            if len(top) == 1 or top[0][1] > top[1][1]:
+                return top[0][0]
+
+    def error(D, truth):
+        return np.mean([vote(list(y_train[np.argsort(row, kind="stable")[:k]])) != t
+                        for row, t in zip(D, truth)])
+
+    D_test = ((Z_test[:, None] - Z_train[None]) ** 2).sum(-1)
+    D_train = ((Z_train[:, None] - Z_train[None]) ** 2).sum(-1)
+    np.fill_diagonal(D_train, np.inf)
+    return error(D_test, y_test), error(D_train, y_train)
+
+
+def test_plan_covers_every_split_and_method_with_the_data_sets_tolerance():
+    tasks = plan(["iris", "fashion-mnist"], ["euclidean", "lmnn"], splits=3)
+    assert [t.name for t in tasks[:4]] == ["iris/0/euclidean", "iris/0/lmnn", "iris/1/euclidean",
+                                           "iris/1/lmnn"]
+    assert len(tasks) == 3 * 2 + 1 * 2  # Fashion-MNIST has one fixed split
+    assert len({t.key for t in tasks}) == len(tasks)
+    lmnn = {t.dataset: json.loads(t.params)["method"] for t in tasks if t.method == "lmnn"}
+    assert lmnn == {"iris": {"k": 3, "mu": 0.5, "tol": 1e-6},
+                    "fashion-mnist": {"k": 3, "mu": 0.5, "tol": 1e-4}}
+    assert len(plan(["iris"], ["euclidean"])) == 100  # Table 1's splits by default
+
+
+def test_euclidean_task_measures_errors_equal_to_brute_force():
+    [euclidean] = plan(["wine"], ["euclidean"], splits=1)
+    row = run_task(euclidean)
+    assert row["status"] == "ok", row.get("error")
+    split = load_split("wine", 0)
+    test, loo = brute_force_errors(split.X_train, split.y_train, split.X_test, split.y_test)
+    assert row["test_error"] == pytest.approx(test) and row["train_loo_error"] == pytest.approx(loo)
+    assert 0.15 < row["test_error"] < 0.45  # raw wine, as Table 1's 25%
+    assert row["versions"]["numpy"] == np.__version__ and row["fit_seconds"] >= 0
+
+
+def test_lmnn_task_records_its_certificate_and_active_triplets():
+    [lmnn] = plan(["iris"], ["lmnn"], splits=1, max_rows=60)
+    row = run_task(lmnn)
+    assert row["status"] == "ok", row.get("error")
+    stats = row["stats"]
+    assert stats["converged"] and stats["certified_gap"] <= 1e-6
+    assert stats["lower_bound"] <= stats["objective"] and stats["active_triplets"] > 0
+
+
+def test_a_failing_method_is_recorded_with_its_traceback(monkeypatch):
+    def broken(X, y, params):
+        raise ArithmeticError("the method broke")
+
+    monkeypatch.setitem(methods.METHODS, "euclidean", Method(broken, inputs="raw"))
+    [failing] = plan(["iris"], ["euclidean"], splits=1)
+    row = run_task(failing)
+    assert row["status"] == "failed" and "ArithmeticError: the method broke" in row["error"]
+    assert "Traceback" in row["error"] and "test_error" not in row
+
+
+def test_a_peer_not_installed_is_skipped_with_the_reason(monkeypatch):
+    def missing(problem):
+        raise peers.PeerMissing(f"PyLMNN is not installed: {peers.INSTALL_HINT}")
+
+    monkeypatch.setitem(peers.PEERS, "pylmnn", missing)
+    [pylmnn] = plan(["iris"], ["pylmnn"], splits=1, max_rows=60)
+    row = run_task(pylmnn)
+    assert row["status"] == "skipped" and "pip install" in row["error"]
+
+
+def test_a_worker_with_other_code_refuses_the_task():
+    [euclidean] = plan(["iris"], ["euclidean"], splits=1)
+    row = run_task(task.Task(*euclidean.key[:4], "0" * 16))
+    assert row["status"] == "failed" and "run workers on the same checkout" in row["error"]
+
+
+def test_multi_metric_neighbours_are_those_of_eq16_distances():
+    rng = np.random.default_rng(0)
+    X, Q = rng.normal(size=(24, 2)), rng.normal(size=(5, 2))
+    clusters = np.repeat([0, 1, 2], 8)
+    A = rng.normal(size=(3, 2, 2))
+    metrics = A @ A.transpose(0, 2, 1)
+    neighbours = methods.eq16_neighbours(X, metrics, clusters)
+    D = distance_matrix(np.vstack([X, Q]), metrics, np.concatenate([clusters, [0] * 5]))
+    np.testing.assert_array_equal(neighbours(Q, 3), np.argsort(D[24:, :24], axis=1)[:, :3])
+    D_train = D[:24, :24]
+    np.fill_diagonal(D_train, np.inf)
+    np.testing.assert_array_equal(neighbours(None, 3), np.argsort(D_train, axis=1)[:, :3])
+
+
+def test_multi_metric_task_runs_and_is_certified():
+    [task_] = plan(["iris"], ["multimetric"], splits=1, max_rows=45)
+    row = run_task(task_)
+    assert row["status"] == "ok", row.get("error")
+    assert row["stats"]["converged"] and 0 <= row["train_loo_error"] <= 0.2
+
+
+def test_a_classifier_has_no_leave_one_out_error():
+    fitted = Fitted({}, predict=lambda X: np.zeros(len(X), dtype=int))
+    test, loo = evaluate(fitted, np.zeros((4, 2)), np.array([0, 0, 1, 1]), np.zeros((3, 2)),
+                         np.array([0, 1, 1]), 3)
+    assert test == pytest.approx(2 / 3) and np.isnan(loo)

@@ -1,0 +1,128 @@
+"""Tables of a run: mean ± std over splits, beside the paper's Table 1, in Markdown and CSV.
+
+``summarise`` turns the stored rows (``ResultStore.rows``) into one line per (data set,
+method): the number of finished splits, test and leave-one-out training error in percent
+(mean and sample standard deviation, ddof = 1; NaN with one split), Table 1's test error
+(``validation.experiments.paper``), the mean fit time, the mean number of active
+triplets and the largest certified gap where the method has them, and how many of its
+tasks did not finish. ``write_tables`` writes ``results.md`` and ``results.csv``; the
+Markdown also lists every unfinished task with its status and reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from validation.experiments.paper import paper_error
+from validation.experiments.protocol import DATASETS, K, MU
+
+COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
+           "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",
+           "active_triplets_mean", "certified_gap_max", "not_finished")
+
+
+def mean_std(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1) of the finite ``values``; NaN where
+    undefined (no values; one value for the deviation)."""
+    values = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    mean = float(values.mean()) if len(values) else math.nan
+    std = float(values.std(ddof=1)) if len(values) > 1 else math.nan
+    return mean, std
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """One line per (data set, method), in the order they first appear in ``rows`` (``COLUMNS``)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["dataset"], row["method"]), []).append(row)
+    return [_line(dataset, method_name, group) for (dataset, method_name), group in groups.items()]
+
+
+def _line(dataset: str, method_name: str, group: list[dict]) -> dict:
+    ok = [row for row in group if row["status"] == "ok"]
+    test = mean_std([100 * row["test_error"] for row in ok])
+    loo = mean_std([100 * row["train_loo_error"] for row in ok])
+    active = [row["stats"]["active_triplets"] for row in ok if "active_triplets" in row["stats"]]
+    gaps = [row["stats"]["certified_gap"] for row in ok if "certified_gap" in row["stats"]]
+    spec = DATASETS.get(dataset)
+    return {
+        "dataset": dataset, "method": method_name, "splits": len(ok),
+        "test_error_mean": test[0], "test_error_std": test[1],
+        "train_loo_error_mean": loo[0], "train_loo_error_std": loo[1],
+        "paper_test_error": paper_error(spec.paper if spec else None, method_name),
+        "fit_seconds_mean": mean_std([row["fit_seconds"] for row in ok])[0],
+        "active_triplets_mean": mean_std(active)[0] if active else None,
+        "certified_gap_max": max(gaps) if gaps else None,
+        "not_finished": len(group) - len(ok),
+    }
+
+
+def write_tables(rows: list[dict], directory: str | Path) -> list[Path]:
+    """``results.md`` and ``results.csv`` of ``rows`` in ``directory``; returns their paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = summarise(rows)
+    csv_path, md_path = directory / "results.csv", directory / "results.md"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows({c: _csv_cell(line[c]) for c in COLUMNS} for line in lines)
+    md_path.write_text(markdown(lines, rows))
+    return [md_path, csv_path]
+
+
+def markdown(lines: list[dict], rows: list[dict]) -> str:
+    """The Markdown report: one table per data set, then the unfinished tasks."""
+    out = ["# Experiments: the protocol of JMLR 2009, Table 1", "",
+           f"k = {K}, mu = {MU}; {K}-NN with ties broken by shrinking k; training error by "
+           "leave-one-out (none for classifiers); errors in %, mean ± sample std over the "
+           "splits; \"paper\" is Table 1's test error (Fashion-MNIST beside MNIST's).", ""]
+    for dataset in dict.fromkeys(line["dataset"] for line in lines):
+        spec = DATASETS.get(dataset)
+        out += [f"## {dataset}" + (f": {spec.description}" if spec else ""), "",
+                "| method | splits | test error | paper | training error (LOO) | fit s | "
+                "active triplets | certified gap |", "|---|---|---|---|---|---|---|---|"]
+        out += [_markdown_line(line) for line in lines if line["dataset"] == dataset]
+        out.append("")
+    unfinished = [row for row in rows if row["status"] != "ok"]
+    if unfinished:
+        out += ["## Tasks not finished", "", "| task | status | reason |", "|---|---|---|"]
+        out += [f"| {r['dataset']}/{r['split']}/{r['method']} | {r['status']} | "
+                f"{_reason(r['error'])} |" for r in unfinished]
+        out.append("")
+    return "\n".join(out)
+
+
+def _markdown_line(line: dict) -> str:
+    cells = [line["method"], f"{line['splits']}" + (f" ({line['not_finished']} not finished)"
+                                                    if line["not_finished"] else ""),
+             _pm(line["test_error_mean"], line["test_error_std"]),
+             _number(line["paper_test_error"], ".2f"),
+             _pm(line["train_loo_error_mean"], line["train_loo_error_std"]),
+             _number(line["fit_seconds_mean"], ".3g"), _number(line["active_triplets_mean"], ",.0f"),
+             _number(line["certified_gap_max"], ".2g")]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _pm(mean: float, std: float) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    return f"{mean:.2f}" + (f" ± {std:.2f}" if math.isfinite(std) else "")
+
+
+def _number(value, spec: str) -> str:
+    return "-" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+def _reason(error: str | None) -> str:
+    """The last line of a traceback (or the whole message), without Markdown's pipes."""
+    lines = [line for line in (error or "").strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else "").replace("|", "/")[:400]
+
+
+def _csv_cell(value):
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value

@@ -1,0 +1,75 @@
+"""One run of ``lmnn-sdp experiments``: plan, run on Dask, tables, plots.
+
+``experiments`` plans every (data set, split, method), skips the data sets whose files
+are not fetched (saying which command fetches them), runs the rest through
+``runner.run`` into the results store, writes the tables and the bar chart of every
+task of the plan (finished now or in an earlier run) and the three illustrative figures
+(``validation.experiments.figures``). ``quick`` is the small version for CI and
+newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
+rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, the gates on the built-in
+instances of at most ``gate.QUICK_GATE_N`` points.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from validation.experiments import figures, plots, report, runner
+from validation.experiments.gate import QUICK_GATE_N
+from validation.experiments.protocol import (DATASETS, QUICK_DATASETS, QUICK_ROWS, QUICK_SPLITS,
+                                             missing_data)
+from validation.experiments.store import DEFAULT_FOLDER, ResultStore
+from validation.experiments.task import plan
+
+
+@dataclass
+class Outcome:
+    """What a run did: task counts (``runner.run``), files written, data sets skipped, and
+    figures that could not be made (name -> error)."""
+
+    counts: Counter
+    written: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    figure_errors: dict[str, str] = field(default_factory=dict)
+
+
+def experiments(datasets: list[str] | None, methods: list[str], *, splits: int | None = None,
+                quick: bool = False, scheduler: str | None = None, workers: int = 2,
+                results: Path = DEFAULT_FOLDER, report_dir: Path | None = None,
+                progress: bool = True, make_figures: bool = True) -> Outcome:
+    """Run the protocol (module docstring) on ``datasets`` (None: all, or ``QUICK_DATASETS``
+    with ``quick``); ``results`` is the folder of the store (``results.sqlite``),
+    ``report_dir`` that of the tables and plots (default ``results/report``)."""
+    if datasets is None:
+        datasets = list(QUICK_DATASETS if quick else DATASETS)
+    skipped = [message for message in map(missing_data, datasets) if message]
+    datasets = [name for name in datasets if missing_data(name) is None]
+    max_rows = QUICK_ROWS if quick else None
+    tasks = plan(datasets, methods, splits or (QUICK_SPLITS if quick else None), max_rows)
+    report_dir = Path(report_dir) if report_dir else Path(results) / "report"
+    with ResultStore(Path(results) / "results.sqlite") as store, \
+            runner.dask_client(scheduler, workers) as client:
+        counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None)
+        rows = store.rows(task.key for task in tasks)
+        outcome = Outcome(counts, report.write_tables(rows, report_dir), skipped)
+        lines = [line for line in report.summarise(rows) if line["splits"]]
+        if lines:
+            outcome.written.append(plots.table_bars(lines, report_dir / "table1-bars.png"))
+        if make_figures:
+            _figures(client, datasets, max_rows, report_dir, outcome)
+    return outcome
+
+
+def _figures(client, datasets: list[str], max_rows: int | None, directory: Path,
+             outcome: Outcome) -> None:
+    """Fit the figures' models on the cluster and draw them; a failure is noted, not raised."""
+    jobs = figures.jobs(datasets, max_rows)
+    futures = {name: client.submit(job[0], *job[1:], pure=False) for name, job in jobs.items()}
+    for name, future in futures.items():
+        try:
+            detail = f"{datasets[0]}, split 0" if name == "convergence" else ""
+            outcome.written.append(figures.draw(name, future.result(), directory, detail))
+        except Exception as error:  # a figure is an illustration; the tables stand without it
+            outcome.figure_errors[name] = repr(error)
