@@ -234,8 +234,9 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     n_components : int, default=None
         Dimension of the embedding; None means ``n_features`` (the paper's setting).
     kernel : {"rbf", "poly"}, default="rbf"
-    gamma : float, default=None
-        Kernel coefficient; None means ``1 / n_features`` (scikit-learn's convention).
+    gamma : float or "scale", default=None
+        Kernel coefficient; None means ``1 / n_features`` (scikit-learn's kernel functions),
+        "scale" ``1 / (n_features X.var())`` (scikit-learn's SVC: inputs of any units).
     degree : int, default=3
         Degree of the polynomial kernel.
     coef0 : float, default=1
@@ -266,7 +267,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"}), None],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
         "k": [Interval(Integral, 1, None, closed="left")],
@@ -306,7 +307,11 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     def fit(self, X, y):
         """Learn ``Omega`` from ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
         problem = labelled_problem(self, X, y)
-        kernel = make_kernel(self.kernel, problem.n_features, self.gamma, self.degree, self.coef0)
+        gamma = self.gamma
+        if gamma == "scale":
+            spread = float(problem.X.var())
+            gamma = 1.0 / (problem.n_features * spread) if spread > 0 else None
+        kernel = make_kernel(self.kernel, problem.n_features, gamma, self.degree, self.coef0)
         init, n_components = self.init, self.n_components
         if self.warm_start and hasattr(self, "dual_coef_"):  # as NCA: init and n_components ignored
             if self.dual_coef_.shape[1] != problem.n_samples:

@@ -197,3 +197,12 @@ def test_warm_start_and_callback():
     np.testing.assert_array_equal(model.dual_coef_, first)
     with pytest.raises(ValueError, match="warm_start continues from dual_coef_ over the 150 points"):
         model.fit(X[:100], y[:100])
+
+
+def test_gamma_scale_follows_the_units_of_the_inputs():
+    X, y = make_blobs(60, n_features=3, centers=3, random_state=2)
+    small = KernelLMCA(n_components=2, gamma="scale", max_iter=20).fit(X, y)
+    large = KernelLMCA(n_components=2, gamma="scale", max_iter=20).fit(1000 * X, y)
+    assert small.kernel_.gamma == pytest.approx(1 / (3 * X.var()), rel=1e-12)
+    assert large.kernel_.gamma == pytest.approx(small.kernel_.gamma / 1e6, rel=1e-12)
+    np.testing.assert_allclose(large.transform(1000 * X[:5]), small.transform(X[:5]), rtol=1e-6, atol=1e-9)

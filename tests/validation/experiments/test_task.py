@@ -119,3 +119,28 @@ def test_a_classifier_has_no_leave_one_out_error():
     test, loo = evaluate(fitted, np.zeros((4, 2)), np.array([0, 0, 1, 1]), np.zeros((3, 2)),
                          np.array([0, 1, 1]), 3)
     assert test == pytest.approx(2 / 3) and np.isnan(loo)
+
+
+@pytest.mark.parametrize("name", ["nca", "lmca", "kernel-lmca", "mlng"])
+def test_local_methods_run_and_report_their_own_objective(name):
+    [task_] = plan(["iris"], [name], splits=1, max_rows=60)
+    row = run_task(task_)
+    assert row["status"] == "ok", row.get("error")
+    assert 0 <= row["test_error"] <= 0.3 and 0 <= row["train_loo_error"] <= 0.3
+    assert np.isfinite(row["stats"]["objective"]) and row["stats"]["n_iter"] >= 1
+    assert "certified_gap" not in row["stats"]  # no certified optimum to compare with
+
+
+def test_lmca_maps_to_at_most_low_rank_dimensions():
+    X, y = load_split("wine", 0, 90).Z_train, load_split("wine", 0, 90).y_train
+    fitted = methods.method("lmca").fit(X, y, {**methods.method_params("lmca", 1e-6), "max_iter": 5})
+    assert fitted.transform(X).shape == (len(X), min(X.shape[1], methods.LOW_RANK))
+
+
+def test_sklearn_nca_peer_is_scored_by_eq14_against_the_certified_bound():
+    [task_] = plan(["iris"], ["sklearn-nca"], splits=1, max_rows=60)
+    row = run_task(task_)
+    assert row["status"] == "ok", row.get("error")
+    stats = row["stats"]
+    assert stats["lower_bound"] <= stats["objective"]
+    assert stats["certified_gap"] == pytest.approx((stats["objective"] - stats["lower_bound"]) / stats["objective"])
