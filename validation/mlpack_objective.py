@@ -36,7 +36,8 @@ class ImpostorProfile:
     ``active_triplets`` counts the triplets of eq. 14 with a positive hinge and
     ``truncated_active`` those among them whose impostor is one of the ``k`` nearest;
     ``impostors`` (n,) counts each point's impostors (points of another label within
-    ``max_j D(x_i, x_j) + 1``), so ``crowded`` = points with more than ``k`` of them."""
+    ``max_j D(x_i, x_j) + 1``), so ``crowded`` = points with more than ``k`` of them;
+    ``push`` (n,) and ``truncated_push`` (n,) are each point's hinge sums in the two."""
 
     eq14: float
     truncated: float
@@ -44,6 +45,8 @@ class ImpostorProfile:
     active_triplets: int
     truncated_active: int
     impostors: np.ndarray
+    push: np.ndarray
+    truncated_push: np.ndarray
     k: int
 
     @property
@@ -67,23 +70,25 @@ def impostor_profile(problem: LMNNProblem, M, n_impostors: int | None = None) ->
     m = _check_n_impostors(problem, problem.k if n_impostors is None else n_impostors)
     target_d = problem.target_distances(M)
     radius = 1.0 + target_d.max(axis=1)
-    push = truncated_push = 0.0
+    n = problem.n_samples
+    push, truncated_push = np.empty(n), np.empty(n)
     active = truncated_active = 0
-    impostors = np.empty(problem.n_samples, dtype=np.intp)
+    impostors = np.empty(n, dtype=np.intp)
     for rows, D in other_label_distances(problem, M, problem.k + m):
         hinge = 1.0 + target_d[rows, :, None] - D[:, None, :]  # (b, k, n)
-        push += float(np.sum(np.maximum(hinge, 0.0)))
+        push[rows] = np.sum(np.maximum(hinge, 0.0), axis=(1, 2))
         active += int(np.sum(hinge > 0))
         nearest = 1.0 + target_d[rows, :, None] - np.partition(D, m - 1, axis=1)[:, None, :m]
-        truncated_push += float(np.sum(np.maximum(nearest, 0.0)))
+        truncated_push[rows] = np.sum(np.maximum(nearest, 0.0), axis=(1, 2))
         truncated_active += int(np.sum(nearest > 0))
         impostors[rows] = np.sum(D < radius[rows, None], axis=1)
     pull = float(np.sum(target_d))
     mu = problem.mu
-    return ImpostorProfile(eq14=(1 - mu) * pull + mu * push,
-                           truncated=(1 - mu) * pull + mu * truncated_push, pull=pull,
+    return ImpostorProfile(eq14=(1 - mu) * pull + mu * float(push.sum()),
+                           truncated=(1 - mu) * pull + mu * float(truncated_push.sum()), pull=pull,
                            active_triplets=active, truncated_active=truncated_active,
-                           impostors=impostors, k=problem.k)
+                           impostors=impostors, push=push, truncated_push=truncated_push,
+                           k=problem.k)
 
 
 def other_label_distances(problem: LMNNProblem, M: np.ndarray, per_row: int = 1):

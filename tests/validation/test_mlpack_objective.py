@@ -30,8 +30,10 @@ def brute_force(problem, M, m):
     X, y = problem.X, problem.y
     pull = push = truncated = 0.0
     active = truncated_active = 0
-    impostors = []
+    impostors, point_push, point_truncated = [], [], []
     for i in range(problem.n_samples):
+        point_push.append(push)
+        point_truncated.append(truncated)
         dist = np.array([(X[i] - X[l]) @ M @ (X[i] - X[l]) for l in range(problem.n_samples)])
         others = np.flatnonzero(y != y[i])
         nearest = others[np.argsort(dist[others], kind="stable")[:m]]
@@ -46,10 +48,13 @@ def brute_force(problem, M, m):
                 if l in nearest:
                     truncated += max(h, 0.0)
                     truncated_active += h > 0
+        point_push[-1] = push - point_push[-1]
+        point_truncated[-1] = truncated - point_truncated[-1]
     mu = problem.mu
     return {"eq14": (1 - mu) * pull + mu * push, "truncated": (1 - mu) * pull + mu * truncated,
             "pull": pull, "active_triplets": active, "truncated_active": truncated_active,
-            "impostors": np.array(impostors)}
+            "impostors": np.array(impostors), "push": np.array(point_push),
+            "truncated_push": np.array(point_truncated)}
 
 
 @pytest.mark.parametrize("m", [1, 2, 5])
@@ -64,6 +69,8 @@ def test_profile_matches_brute_force(m, duplicates):
     assert profile.active_triplets == expected["active_triplets"]
     assert profile.truncated_active == expected["truncated_active"]
     np.testing.assert_array_equal(profile.impostors, expected["impostors"])
+    np.testing.assert_allclose(profile.push, expected["push"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(profile.truncated_push, expected["truncated_push"], rtol=1e-10, atol=1e-12)
     assert profile.crowded == int(np.sum(expected["impostors"] > problem.k))
     assert 0 < profile.truncated < profile.eq14  # this metric leaves far impostors active
 
