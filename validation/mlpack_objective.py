@@ -14,9 +14,13 @@ no point has more than ``k`` impostors, and ``eps_k <= eps`` always. ``eps_k`` i
 convex in ``M`` (the set ``N_k`` moves with it) and is discontinuous where it changes.
 
 The sum over ``N_k(i)`` needs only the ``k`` smallest impostor distances, so ties among
-impostors (mlpack orders them by the norm of the input) do not change it. Ties among
-*target* neighbours do: mlpack's tree search and norm order may pick other targets than
-``LMNNProblem``'s (smaller index first); the functions here use the problem's targets.
+impostors do not change it. Ties among *target* neighbours do: mlpack takes the ``k + 1``
+nearest same-class points from its kd-tree search (``k`` when a class has only ``k + 1``
+points), reorders each run of equal distances by the norm of the input whose index *within
+the class* equals the neighbour's (``ReorderResults`` runs before the indices are mapped
+back to the data set) and keeps the first ``k``; ``LMNNProblem`` keeps the smaller index.
+``mlpack_targets`` reproduces mlpack's choice through its own k-NN search; the functions
+here use whatever targets the problem holds.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
+from validation.peers import INSTALL_HINT, PeerMissing
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,33 @@ def impostor_profile(problem: LMNNProblem, M, n_impostors: int | None = None) ->
                            active_triplets=active, truncated_active=truncated_active,
                            impostors=impostors, push=push, truncated_push=truncated_push,
                            k=problem.k)
+
+
+def mlpack_targets(problem: LMNNProblem) -> np.ndarray:
+    """The target neighbours (n, k) mlpack 4.8's LMNN picks for the problem's data (module
+    docstring), from ``mlpack.knn`` (the same kd-tree search as its ``Constraints``).
+
+    Raises ``validation.peers.PeerMissing`` when mlpack is not installed."""
+    try:
+        import mlpack
+    except ImportError as error:
+        raise PeerMissing(f"mlpack is not installed: {INSTALL_HINT}") from error
+    k, codes = problem.k, problem.label_codes
+    width = k + 1 if np.bincount(codes).min() > k + 1 else k
+    norms = np.linalg.norm(problem.X, axis=1)
+    targets = np.empty((problem.n_samples, k), dtype=np.intp)
+    for c in range(len(problem.classes)):
+        members = np.flatnonzero(codes == c)
+        found = mlpack.knn(reference=problem.X[members], k=width)
+        local = np.asarray(found["neighbors"], dtype=np.intp)
+        for row, distances in zip(local, found["distances"]):
+            for start in range(width - 1):
+                end = start + 1
+                while end < width and distances[end] == distances[start]:
+                    end += 1
+                row[start:end] = row[start:end][np.argsort(norms[row[start:end]], kind="stable")]
+        targets[members] = members[local[:, :k]]
+    return targets
 
 
 def other_label_distances(problem: LMNNProblem, M: np.ndarray, per_row: int = 1):

@@ -130,3 +130,26 @@ def test_mlpack_descends_this_objective():
     problem = tiny_problem(n=45, mu=0.5)
     M = fit_mlpack(problem)
     assert truncated_objective(problem, M) < truncated_objective(problem, np.eye(3))
+
+
+def test_mlpack_targets_are_ours_without_ties_and_nearest_with_them():
+    pytest.importorskip("mlpack", reason="mlpack not installed (the peers extra)")
+    problem = tiny_problem(n=30)  # continuous data: no ties
+    np.testing.assert_array_equal(mlpack_objective.mlpack_targets(problem), problem.targets)
+    X = np.array([[4.0], [3.0], [2.0], [1.0], [0.0], [10.0], [11.0], [12.0], [13.0], [14.0]])
+    tied = LMNNProblem(X, [0] * 5 + [1] * 5, k=1)  # inner points have two neighbours at 1
+    targets = mlpack_objective.mlpack_targets(tied)
+    distances = np.abs(X[:, 0] - X[targets[:, 0], 0])
+    assert np.all(distances == 1.0) and np.all(targets[:5] < 5) and np.all(targets[5:] >= 5)
+    # a run of ties is ordered by the norm of the point with the same index in the whole
+    # data (mlpack reorders before mapping class indices back): x=11 ties x=10 and x=12,
+    # class indices 0 and 2, whose namesakes x=4 and x=2 put x=12 (global 7) first
+    assert targets[6, 0] == 7
+
+
+def test_missing_mlpack_names_the_install_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mlpack", None)
+    with pytest.raises(ImportError, match="mlpack>=4.8"):
+        mlpack_objective.mlpack_targets(tiny_problem())
