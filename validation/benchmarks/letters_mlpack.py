@@ -11,8 +11,8 @@ other saved ``L``. ``select`` cross-validates ``mu`` and ``k`` over certified pa
 classification (eq. 15) on the test rows beside the paper's Table 1 (LMNN 3.60%, energy
 2.67%).
 
-    python -m validation.benchmarks.letters_mlpack profile --L mlpack=PATH.npy [--fit-mlpack PATH.npy]
-    python -m validation.benchmarks.letters_mlpack select [--cv 5] [--mus ...] [--ks ...]
+    python -m validation.benchmarks.letters_mlpack profile --L mlpack=PATH.npy [--fit-mlpack PATH.npy] [--mlpack-targets]
+    python -m validation.benchmarks.letters_mlpack select [--cv 5] [--mus ...] [--ks ...] [--tol 1e-6]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import time
 
 import numpy as np
+from sklearn.neighbors import KNeighborsClassifier
 
 import fast_solver
 from lmnn_sdp.core.problem import LMNNProblem
@@ -28,14 +29,14 @@ from lmnn_sdp.core.psd import psd_factor
 from validation.datasets import letters_split
 from validation.exact import format_table
 from validation.experiments.knn import knn_error, nearest_neighbours
-from validation.mlpack_objective import impostor_profile
+from validation.mlpack_objective import impostor_profile, mlpack_targets
 from validation.model_selection import select_mu_k
 from validation.peers import fit_mlpack
 
 PAPER = {"lmnn": 3.60, "energy": 2.67}
 PROFILE = ("metric", "eq14", "mlpack_objective", "pull", "active_triplets", "truncated_active",
            "crowded_points", "max_impostors", "crowded_push_%", "top1%_push_%", "trace", "eig_min",
-           "eig_max", "test_error_%")
+           "eig_max", "test_error_%", "sklearn_3nn_%")
 
 
 def profile_row(name: str, problem: LMNNProblem, M: np.ndarray, X_test, y_test) -> dict:
@@ -52,13 +53,20 @@ def profile_row(name: str, problem: LMNNProblem, M: np.ndarray, X_test, y_test) 
             "top1%_push_%": 100 * np.sort(profile.push)[-len(profile.push) // 100:].sum() / total,
             "trace": float(np.trace(M)),
             "eig_min": float(eigenvalues[0]), "eig_max": float(eigenvalues[-1]),
-            "test_error_%": 100 * test_error(problem.X, problem.y, X_test, y_test, M)}
+            "test_error_%": 100 * test_error(problem.X, problem.y, X_test, y_test, M),
+            "sklearn_3nn_%": 100 * sklearn_error(problem.X, problem.y, X_test, y_test, M)}
 
 
 def test_error(X, y, X_test, y_test, M: np.ndarray, n_neighbors: int = 3) -> float:
     """k-NN test error under ``M`` (d, d), ties broken by shrinking k."""
     L = psd_factor(M)
     return knn_error(y, nearest_neighbours(X @ L.T, X_test @ L.T, n_neighbors), y_test)
+
+
+def sklearn_error(X, y, X_test, y_test, M: np.ndarray) -> float:
+    """scikit-learn's 3-NN test error under ``M`` (ties to the first class in its order)."""
+    L = psd_factor(M)
+    return 1.0 - KNeighborsClassifier(3).fit(X @ L.T, y).score(X_test @ L.T, y_test)
 
 
 def profile(args) -> list[dict]:
@@ -79,17 +87,21 @@ def profile(args) -> list[dict]:
     for name, path in (item.split("=", 1) for item in args.L):
         L = np.load(path)
         metrics[name] = L.T @ L
+    problems = {"": problem}
+    if args.mlpack_targets:
+        problems[" (mlpack targets)"] = LMNNProblem(X, y, mu=0.5, targets=mlpack_targets(problem))
     rows = []
     for name, M in metrics.items():
-        rows.append(profile_row(name, problem, M, X_test, y_test))
-        print(format_table(rows[-1:], PROFILE), flush=True)
+        for suffix, scored in problems.items():
+            rows.append(profile_row(name + suffix, scored, M, X_test, y_test))
+            print(format_table(rows[-1:], PROFILE), flush=True)
     return rows
 
 
 def select(args) -> list[dict]:
     X, y, X_test, y_test = letters_split()
     start = time.perf_counter()
-    selection = select_mu_k(X, y, args.mus, args.ks, cv=args.cv, progress=True)
+    selection = select_mu_k(X, y, args.mus, args.ks, cv=args.cv, progress=True, tol=args.tol)
     print(f"cross-validation: {time.perf_counter() - start:.0f} s")
     print(format_table(selection.table, ("k", "mu", "cv_error", "cv_std", "max_gap")), flush=True)
     rows = []
@@ -112,11 +124,14 @@ def main(argv=None) -> None:
     p.add_argument("--L", nargs="*", default=[], metavar="NAME=PATH",
                    help="saved L (d, d), data mapped to X @ L.T")
     p.add_argument("--fit-mlpack", metavar="PATH", help="fit mlpack (~500 s) and save its L here")
+    p.add_argument("--mlpack-targets", action="store_true",
+                   help="also score every metric with mlpack's target neighbours")
     p.set_defaults(run=profile)
     s = commands.add_parser("select", help="mu and k by cross-validation over certified paths")
     s.add_argument("--cv", type=int, default=5)
     s.add_argument("--mus", type=float, nargs="+", default=[0.9, 0.7, 0.5, 0.3, 0.1])
     s.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5])
+    s.add_argument("--tol", type=float, default=1e-6, help="certified gap of every solve")
     s.set_defaults(run=select)
     args = parser.parse_args(argv)
     args.run(args)
