@@ -208,7 +208,7 @@ def add_peers_parser(subparsers) -> None:
     """``peers``: other libraries' metrics, certified (``validation.peers``)."""
     command = _add_command(
         subparsers, "peers",
-        "certify PyLMNN's and metric-learn's metrics",
+        "certify PyLMNN's, metric-learn's and mlpack's metrics",
         f"{peers.__doc__.splitlines()[0]} Each peer's gap to the certified optimum is "
         f"measured on our objective; peers not installed are reported ({peers.INSTALL_HINT}).",
     )
@@ -227,8 +227,9 @@ def run_peers(args: argparse.Namespace) -> int:
     rows = peers.peers_table([known[name] for name in args.instances], args.peers)
     print(format_table(rows, tuple(rows[0])))
     print("gap_to_optimum = (objective - certified lower bound) / objective, on eq. 14 with our "
-          "targets.\nPyLMNN optimises a squared hinge and metric-learn weighs the terms "
-          "differently, so their gap is measured on our objective, not theirs.")
+          "targets.\nPyLMNN optimises a squared hinge, metric-learn weighs the terms "
+          "differently and mlpack keeps each point's k nearest impostors only, so their gap is "
+          "measured on our objective, not theirs.")
     absent = sorted({r["library"] for r in rows if r["shims"] == peers.NOT_INSTALLED})
     if absent:
         print(f"not installed: {', '.join(absent)}; {peers.INSTALL_HINT}")

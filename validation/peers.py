@@ -8,7 +8,12 @@ how far their answer is from the optimum of *this* objective, not a bug:
 * PyLMNN 1.6.4 optimises a squared hinge; we pass ``weight_push_loss = mu``.
 * metric-learn 0.7.0 uses a linear hinge but its ``regularization`` weighs the
   *pull* term (its gradient is ``reg * pull + (1 - reg) * push``); we pass
-  ``regularization = 1 - mu``. Both pick their own target neighbours.
+  ``regularization = 1 - mu``.
+* mlpack 4.8 (L-BFGS on ``L`` from the identity) uses a linear hinge with
+  ``regularization`` weighing the push term, so we pass ``regularization = mu``;
+  but each point's hinge runs over its ``k`` nearest impostors only, recomputed at
+  every evaluation (``validation.mlpack_objective``). All three pick their own
+  target neighbours (ties may fall differently from ours).
 
 Neither runs unmodified on the current stack; the shims below patch nothing on
 disk and are reported in the table:
@@ -37,10 +42,11 @@ from lmnn_sdp import LMNNProblem, certify, solve_lmnn
 from validation.instances import Instance
 
 NOT_INSTALLED = "not installed"
-INSTALL_HINT = 'pip install -e ".[peers]"  (PyLMNN 1.6.4, six, metric-learn 0.7.0)'
+INSTALL_HINT = 'pip install -e ".[peers]"  (PyLMNN 1.6.4, six, metric-learn 0.7.0, mlpack>=4.8)'
 SHIMS = {
     "pylmnn": "GPyOpt stand-in module; x0 flattened for scipy.optimize.minimize",
     "metric-learn": "force_all_finite renamed to ensure_all_finite",
+    "mlpack": "none",
     "lmnn-sdp fast": "none",
 }
 
@@ -70,12 +76,33 @@ def fit_metric_learn(problem: LMNNProblem) -> np.ndarray:
     return estimator.get_mahalanobis_matrix()
 
 
+def fit_mlpack(problem: LMNNProblem, components=None, **options) -> np.ndarray:
+    """mlpack's metric (d, d): L-BFGS, ``k = problem.k``, ``regularization = mu``, else defaults.
+
+    ``components`` (r, d), optional, is the starting ``L`` in our convention (the data maps
+    to ``X @ L.T``); without it mlpack starts from the identity. ``options`` go to
+    ``mlpack.lmnn`` as they are (``max_iterations``, ``tolerance``, ...). mlpack's binding
+    maps the data to ``X @ output``, so its ``output`` is our ``L^T`` and the metric is
+    ``output output^T``; it overwrites the starting matrix it is given, so it gets a copy."""
+    try:
+        import mlpack
+    except ImportError as error:
+        raise PeerMissing(f"mlpack is not installed: {INSTALL_HINT}") from error
+    if components is not None:
+        options["distance"] = np.array(components, dtype=float).T.copy()
+    output = mlpack.lmnn(input_=problem.X, labels=problem.label_codes.astype(np.int64),
+                         k=problem.k, regularization=problem.mu, optimizer="lbfgs",
+                         **options)["output"]
+    return output @ output.T
+
+
 def fit_fast(problem: LMNNProblem) -> np.ndarray:
     """Our fast solver, for comparison."""
     return fast_solver.solve(problem).metric
 
 
-PEERS = {"pylmnn": fit_pylmnn, "metric-learn": fit_metric_learn, "lmnn-sdp fast": fit_fast}
+PEERS = {"pylmnn": fit_pylmnn, "metric-learn": fit_metric_learn, "mlpack": fit_mlpack,
+         "lmnn-sdp fast": fit_fast}
 
 
 def peers_table(instances: list[Instance], peers=tuple(PEERS)) -> list[dict]:
