@@ -17,7 +17,7 @@ pca"; only Fashion-MNIST is reduced here, elsewhere the reduced inputs are the r
 Choices: multi-pass LMNN runs 3 passes (as the letters benchmark); the multi-class SVM is
 scikit-learn's ``SVC`` (one-vs-one, RBF kernel, C = 10, gamma = "scale") on standardised
 inputs without model selection (the paper cross-validated linear, polynomial and RBF
-kernels of Crammer-Singer SVMs); the peers PyLMNN and metric-learn run through
+kernels of Crammer-Singer SVMs); the peers PyLMNN, metric-learn and mlpack run through
 ``validation.peers`` and are scored by eq. 14 at their metric against our certified lower
 bound; a peer that is not installed is skipped with the reason recorded.
 
@@ -237,6 +237,8 @@ METHODS: dict[str, Method] = {
                      description="PyLMNN 1.6.4 (peer)"),
     "metric-learn": Method(peer_fit(library("metric-learn")), LMNN_PARAMS,
                            description="metric-learn 0.7.0 LMNN (peer)"),
+    "mlpack": Method(peer_fit(library("mlpack")), LMNN_PARAMS,
+                     description="mlpack 4.8 LMNN, L-BFGS (peer)"),
     "sklearn-nca": Method(peer_fit(sklearn_nca_metric), LMNN_PARAMS,
                           description="scikit-learn's NCA (peer), at most 50 iterations"),
 }
