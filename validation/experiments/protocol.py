@@ -42,11 +42,12 @@ QUICK_SPLITS = 2  # --quick: splits per data set
 # others cost LMNN minutes per fit (Fashion-MNIST's PCA-164: 6 min; sonar, digits: 20-60 s,
 # multi-metric 4 min, at load 10 on 2 cores), the low-dimensional ones seconds.
 QUICK_DATASETS = ("iris", "wine", "letters", "vowel", "vehicle", "glass")
-# --quick's methods unless named: all but multi-metric LMNN, kernel LMCA and scikit-learn's NCA.
-# On an idle machine the 12 quick multi-metric fits took 608 s of a 10.8-minute quick run (the
-# fast multi-metric solver is slow to certify on 26 letters classes); at load 12 the kernel
-# LMCA and scikit-learn NCA fits took 423 s and 288 s (LMCA 33 s, MLNG 6 s, our NCA 1 s).
-QUICK_SKIPS = ("multimetric", "kernel-lmca", "sklearn-nca")
+# --quick's methods unless named: ours but multi-metric LMNN and kernel LMCA, no peers. On an
+# idle machine the 12 quick multi-metric fits took 608 s of a 10.8-minute quick run (the fast
+# multi-metric solver is slow to certify on 26 letters classes), and with multi-metric out the
+# peers' fits (metric-learn 105 s, mlpack 73 s, PyLMNN 49 s) kept it at 5.7 minutes; at load 12
+# kernel LMCA's and scikit-learn NCA's took 423 s and 288 s.
+QUICK_SKIPS = ("multimetric", "kernel-lmca", "pylmnn", "metric-learn", "mlpack", "sklearn-nca")
 
 
 @dataclass(frozen=True)
