@@ -405,14 +405,11 @@ def add_experiments_parser(subparsers) -> None:
 def run_experiments(args: argparse.Namespace) -> int:
     """Run, then print the Markdown tables and what was written; 1 if a task failed."""
     from validation.experiments import session
-    from validation.experiments.methods import METHODS
-    from validation.experiments.protocol import QUICK_SKIPS
 
     if (args.splits is not None and args.splits < 1) or args.workers < 1:
         args.error("--splits and --workers must be at least 1")
-    methods = args.methods or [m for m in METHODS if not (args.quick and m in QUICK_SKIPS)]
     outcome = session.experiments(
-        args.datasets, methods, splits=args.splits, quick=args.quick,
+        args.datasets, args.methods, splits=args.splits, quick=args.quick,
         scheduler=args.scheduler, workers=args.workers, results=args.results,
         report_dir=args.report, progress=not args.no_progress, make_figures=not args.no_figures)
     for message in outcome.skipped:

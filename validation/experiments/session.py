@@ -6,8 +6,9 @@ are not fetched (saying which command fetches them), runs the rest through
 task of the plan (finished now or in an earlier run) and the three illustrative figures
 (``validation.experiments.figures``). ``quick`` is the small version for CI and
 newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
-rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, the gates on the built-in
-instances of at most ``gate.QUICK_GATE_N`` points.
+rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, of every method but
+``protocol.QUICK_SKIPS`` unless methods are named, the gates on the built-in instances of at
+most ``gate.QUICK_GATE_N`` points.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pathlib import Path
 
 from validation.experiments import figures, plots, report, runner
 from validation.experiments.gate import QUICK_GATE_N
-from validation.experiments.protocol import (DATASETS, QUICK_DATASETS, QUICK_ROWS, QUICK_SPLITS,
-                                             missing_data)
+from validation.experiments.methods import METHODS
+from validation.experiments.protocol import (DATASETS, QUICK_DATASETS, QUICK_ROWS, QUICK_SKIPS,
+                                             QUICK_SPLITS, missing_data)
 from validation.experiments.store import DEFAULT_FOLDER, ResultStore
 from validation.experiments.task import plan
 
@@ -35,15 +37,23 @@ class Outcome:
     figure_errors: dict[str, str] = field(default_factory=dict)
 
 
-def experiments(datasets: list[str] | None, methods: list[str], *, splits: int | None = None,
+def default_methods(quick: bool = False) -> list[str]:
+    """Every registered method, without ``QUICK_SKIPS`` when ``quick``."""
+    return [name for name in METHODS if not (quick and name in QUICK_SKIPS)]
+
+
+def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits: int | None = None,
                 quick: bool = False, scheduler: str | None = None, workers: int = 2,
                 results: Path = DEFAULT_FOLDER, report_dir: Path | None = None,
                 progress: bool = True, make_figures: bool = True) -> Outcome:
     """Run the protocol (module docstring) on ``datasets`` (None: all, or ``QUICK_DATASETS``
-    with ``quick``); ``results`` is the folder of the store (``results.sqlite``),
+    with ``quick``) and ``methods`` (None: all, or all but ``QUICK_SKIPS`` with ``quick``);
+    ``results`` is the folder of the store (``results.sqlite``),
     ``report_dir`` that of the tables and plots (default ``results/report``)."""
     if datasets is None:
         datasets = list(QUICK_DATASETS if quick else DATASETS)
+    if methods is None:
+        methods = default_methods(quick)
     skipped = [message for message in map(missing_data, datasets) if message]
     datasets = [name for name in datasets if missing_data(name) is None]
     max_rows = QUICK_ROWS if quick else None

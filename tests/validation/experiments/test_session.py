@@ -49,3 +49,14 @@ def test_quick_run_end_to_end_then_resume_after_losing_a_row(tmp_path, capsys):
         after = {(r["dataset"], r["method"]): r["finished_at"] for r in store.rows()}
     assert {key: after[key] for key in kept} == kept  # nothing else was recomputed
     assert ("wine", "lmnn") in after
+
+
+def test_quick_runs_every_method_but_the_slow_ones_and_the_peers_unless_named():
+    from validation.experiments.methods import METHODS
+    from validation.experiments.protocol import QUICK_SKIPS
+    from validation.experiments.session import default_methods
+
+    assert default_methods() == list(METHODS)
+    quick = default_methods(quick=True)
+    assert set(quick) == set(METHODS) - set(QUICK_SKIPS) and "lmnn" in quick
+    assert not {"multimetric", "pylmnn", "metric-learn", "mlpack", "sklearn-nca"} & set(quick)
