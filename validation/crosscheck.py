@@ -8,9 +8,14 @@ same problem exactly (aggregated active sets started from the fast metric, so
 medium instances certify in seconds) with its own, independent certificate. An
 instance passes when
 
-* the exact optimum is certified to ``EXACT_TOL``,
+* the exact side's own lower bound proves the fast objective within ``tol`` (relative)
+  of the optimum, independently of the fast solver's bound (the exact solver is asked
+  for ``EXACT_TOL``, and usually gets it; where a cluster's pull matrix is singular the
+  optimum is approached only as that metric grows without bound, and its primal stops
+  short: digits PCA-8, 100 points, class metrics, exact gap 2.3e-7 while both sides'
+  objectives agree to 9e-9),
 * the fast solver says converged and its own certified gap is at most ``tol``,
-* its objective is within ``tol`` (relative) of the certified optimum, and
+* its objective is within ``tol`` (relative) of the exact objective, and
 * neither side's bounds contradict the other's (a fast objective below the exact
   lower bound, or a fast lower bound above the exact optimum, would mean a
   broken objective or bound).
@@ -110,7 +115,8 @@ def check_instance(instance: Instance, solver: str, tol: float) -> dict:
     difference = (fast.upper - exact.upper) / max(abs(exact.upper), 1e-12)
     consistent = (fast.upper >= exact.lower * (1 - 1e-9)
                   and fast.lower <= exact.upper * (1 + 1e-9))
-    passed = (exact.certificate.certified and fast.converged and fast.relative_gap <= tol
+    proved = fast.upper - exact.lower <= tol * abs(fast.upper)
+    passed = (proved and fast.converged and fast.relative_gap <= tol
               and abs(difference) <= tol and consistent)
     return {
         "instance": instance.name, "solver": solver, "n": problem.n_samples,

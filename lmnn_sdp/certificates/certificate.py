@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap
+from lmnn_sdp.certificates.bounds import (check_candidate_metric, dual_lower_bound, relative_gap,
+                                          repair_multipliers)
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
 from lmnn_sdp.core.space import ReducedSpace
 
@@ -101,7 +102,7 @@ class Certificate:
         (``lower``), or that contradicts the others (``relative_gap``, ``certified``)."""
         start = time.perf_counter()
         fresh = prove(self.problem, self.metric, self.triplets, self.multipliers,
-                      clusters=self.clusters, tol=self.tol)
+                      clusters=self.clusters, tol=self.tol, repair=False)
         slack = lambda value: rtol * max(1.0, abs(value))  # noqa: E731
         if abs(fresh.upper - self.upper) > slack(self.upper):
             raise ValueError(f"certificate refused: the metric's objective is {fresh.upper!r}, "
@@ -173,13 +174,16 @@ class Certificate:
 
 def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
           tol: float = 1e-6, space: ReducedSpace | None = None, upper: float | None = None,
-          n_free: int = 0) -> Certificate:
+          n_free: int = 0, repair: bool = True) -> Certificate:
     """The certificate that ``multipliers`` on ``triplets`` (T, 3) give ``metric``.
 
     ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,) for multi-metric LMNN.
     ``upper`` is the objective at ``metric`` when already evaluated exactly (the
     fast solver evaluates it in its own coordinates right after an exact search);
-    by default it is computed here. ``space`` is passed to ``dual_lower_bound``."""
+    by default it is computed here. ``space`` is passed to ``dual_lower_bound``. When the
+    scale into the dual cone leaves the gap above ``tol`` and ``repair`` is True, the
+    multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
+    proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``)."""
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     start = time.perf_counter()
@@ -191,6 +195,11 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     triplets = check_triplets(triplets, problem.n_samples)
     multipliers = np.asarray(multipliers, dtype=float)
     bound = dual_lower_bound(problem, triplets, multipliers, space, clusters)
+    if repair and bound.alpha < 1.0 and relative_gap(upper, bound.lower) > tol:
+        repaired = repair_multipliers(problem, triplets, multipliers, space, clusters)
+        better = dual_lower_bound(problem, triplets, repaired, space, clusters)
+        if better.lower > bound.lower:
+            multipliers, bound = repaired, better
     gap = relative_gap(upper, bound.lower)
     return Certificate(upper=float(upper), lower=bound.lower, relative_gap=gap,
                        certified=bool(gap <= tol), tol=float(tol), metric=metric,

@@ -8,8 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn
-from lmnn_sdp.certificates.bounds import dual_lower_bound, largest_feasible_scale, relative_gap
+from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
+from lmnn_sdp.certificates.bounds import (dual_lower_bound, largest_feasible_scale, relative_gap,
+                                          repair_multipliers)
+from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.certificates import storage
 
 
@@ -251,3 +253,50 @@ def test_a_forged_digest_does_not_forge_the_proof(solved, tmp_path):
     forged = Certificate.load(tmp_path / "forged")
     with pytest.raises(ValueError, match="prove"):
         forged.verify()
+
+
+def bumped_optimal_multipliers(seed: int, clusters: bool):
+    """The optimal multipliers of a small problem (LMNN or class metrics), three of the zero
+    ones raised to 0.05 mu: ``Z`` leaves the dual cone along a few directions."""
+    p = small_problem(seed)
+    result = solve_mm_lmnn(p) if clusters else solve_lmnn(p)
+    lam = np.where(result.multipliers < 1e-7, 0.0, result.multipliers)
+    rng = np.random.default_rng(seed)
+    lam[rng.choice(np.flatnonzero(lam == 0), 3, replace=False)] += 0.05 * p.mu
+    return p, (p.label_codes if clusters else None), result, result.triplets, lam
+
+
+@pytest.mark.parametrize("clusters", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_repair_recovers_most_of_what_the_scale_into_the_cone_loses(seed, clusters):
+    p, owner, result, t, lam = bumped_optimal_multipliers(seed, clusters)
+    scaled = dual_lower_bound(p, t, lam, None, owner)
+    repaired = repair_multipliers(p, t, lam, None, owner)
+    fixed = dual_lower_bound(p, t, repaired, None, owner)
+    assert scaled.alpha < 0.98  # the bump costs the scaled bound at least 2% (up to 73%)
+    assert np.all(repaired <= lam) and np.all(repaired >= 0)
+    assert fixed.lower > scaled.lower
+    assert (result.upper - fixed.lower) < 0.25 * (result.upper - scaled.lower)
+    assert fixed.lower <= result.upper * (1 + 1e-9)  # still a lower bound
+    if not clusters:  # Z(alpha lambda) PSD by brute force
+        assert np.linalg.eigvalsh(brute_dual_matrix(p, t, fixed.alpha * repaired))[0] >= -1e-9
+
+
+def test_prove_keeps_the_repaired_multipliers_as_its_evidence():
+    p, _, result, t, lam = bumped_optimal_multipliers(0, clusters=False)
+    cert = prove(p, result.metric, t, lam, tol=1e-6)
+    assert cert.lower > dual_lower_bound(p, t, lam).lower
+    assert np.all(cert.multipliers <= lam) and not np.array_equal(cert.multipliers, lam)
+    assert cert.verify().lower == pytest.approx(cert.lower, rel=1e-12)
+
+
+def test_repair_certifies_raw_wine_class_metrics_that_the_scale_could_not():
+    """Built-in wine-n80-k2-mu0.2, one metric per class: the SDP's multipliers sum to the
+    optimum, but scaling them into the cone proved only 7.2e-6 (exact gap before repair)."""
+    from validation.instances import builtin_instances
+    problem = next(i for i in builtin_instances() if i.name == "wine-n80-k2-mu0.2").problem()
+    result = solve_mm_lmnn(problem, method="aggregated", tol=1e-7)
+    assert result.certificate.certified and result.relative_gap <= 1e-7
+    plain = dual_lower_bound(problem, result.certificate.triplets, result.multipliers, None,
+                             problem.label_codes)
+    assert relative_gap(result.upper, plain.lower) > 1e-6

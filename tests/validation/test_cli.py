@@ -298,3 +298,27 @@ def test_certify_names_a_bad_file_and_exits_2(iris_files, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--metric" in err and ".npy or .csv" in err
+
+
+@pytest.mark.parametrize("lower_factor,passes", [(1 - 3e-7, True), (1 - 3e-6, False)])
+def test_a_row_passes_when_the_exact_lower_bound_proves_the_fast_objective(monkeypatch, lower_factor, passes):
+    """The exact side's own lower bound must put the fast objective within tol of the optimum;
+    short of EXACT_TOL (3e-7) it still may, at 3e-6 it may not."""
+    import dataclasses
+
+    from validation import crosscheck
+    from validation.instances import builtin_instances
+
+    exact = crosscheck.EXACT_SOLVERS["lmnn"]
+
+    def weakened(problem, fast):
+        result = exact(problem, fast)
+        certificate = dataclasses.replace(result.certificate, lower=result.upper * lower_factor,
+                                          relative_gap=1 - lower_factor)
+        return dataclasses.replace(result, certificate=certificate)
+
+    monkeypatch.setitem(crosscheck.EXACT_SOLVERS, "lmnn", weakened)
+    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    row = crosscheck.crosscheck(instance, ("lmnn",), progress=False)[0]
+    assert row["exact_gap"] == pytest.approx(1 - lower_factor, rel=1e-6)
+    assert row["passed"] is passes
