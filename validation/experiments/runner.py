@@ -30,9 +30,10 @@ from validation.experiments.gate import (GateResult, cache_gate, cached_gate, ga
                                          refusal, run_gate)
 from validation.experiments.methods import method
 from validation.experiments.store import KEY, ResultStore
-from validation.experiments.task import Task, run_task
+from validation.experiments.task import WORKER_THREADS, Task, run_task
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# numba's share goes in WORKER_THREADS for ``task.limit_numba_threads``, not in NUMBA_NUM_THREADS
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @contextlib.contextmanager
@@ -46,7 +47,7 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
     threads = str(max(1, (os.cpu_count() or 1) // workers))
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, silence_logs=logging.ERROR,
-                      env=dict.fromkeys(THREAD_VARIABLES, threads)) as cluster, \
+                      env=dict.fromkeys((*THREAD_VARIABLES, WORKER_THREADS), threads)) as cluster, \
             Client(cluster) as client:
         yield client
 

@@ -17,6 +17,7 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from validation import peers
@@ -27,6 +28,11 @@ from validation.experiments.store import KEY
 from validation.experiments.versions import code_version, package_versions
 
 MAX_WARNINGS = 10  # distinct warning messages kept in a row's stats
+# numba's threads for a task (``limit_numba_threads``), set by ``runner.dask_client``. Not
+# NUMBA_NUM_THREADS: a worker has imported numba before the nanny's environment reaches it,
+# and numba refuses to compile once that variable disagrees with the threads it launched
+# (letters, MLNG, from a fresh checkout: every task failed)
+WORKER_THREADS = "LMNN_SDP_WORKER_THREADS"
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ def run_task(task: Task) -> dict:
     row = dict(zip(KEY, task.key), versions=package_versions(),
                worker=f"{socket.gethostname()}:{os.getpid()}")
     try:
+        limit_numba_threads()
         if code_version() != task.code_version:
             raise RuntimeError(f"the worker's code version {code_version()} is not the planner's "
                                f"{task.code_version}: run workers on the same checkout")
@@ -82,6 +89,15 @@ def run_task(task: Task) -> dict:
         row.update(status="failed", error=traceback.format_exc(limit=20))
     row["total_seconds"] = time.perf_counter() - start
     return row
+
+
+def limit_numba_threads() -> None:
+    """Numba's threads for this task's thread: the worker's share that ``runner.dask_client``
+    puts in ``WORKER_THREADS``, at most the threads numba launched; nothing when the variable
+    is absent (a worker of another cluster)."""
+    share = os.environ.get(WORKER_THREADS)
+    if share:
+        numba.set_num_threads(max(1, min(int(share), numba.config.NUMBA_NUM_THREADS)))
 
 
 def _measure(task: Task) -> dict:

@@ -91,3 +91,48 @@ def test_a_failing_task_is_recorded_and_the_rest_go_on(client, monkeypatch, tmp_
         assert "FloatingPointError: no luck on this split" in failed[0]["error"]
         monkeypatch.undo()
         assert runner.run(tasks, store, client, progress=False) == {"ok": 2, "finished": 4}
+
+
+LAUNCH_THEN_COMPILE = """
+import os
+import numba  # imported by the main module, as the CLI does, so spawned workers import it first
+import numpy as np
+from validation.experiments.runner import dask_client
+
+def launch_then_compile():
+    from validation.experiments.task import limit_numba_threads
+    agrees = os.environ.get("NUMBA_NUM_THREADS") in (None, str(numba.config.NUMBA_NUM_THREADS))
+    numba.get_num_threads()  # launches the threads
+
+    @numba.njit(parallel=True)
+    def total(x):  # compiled afresh: numba re-reads its environment
+        s = 0.0
+        for i in numba.prange(len(x)):
+            s += x[i]
+        return s
+
+    value = float(total(np.ones(10)))
+    limit_numba_threads()
+    return agrees, numba.get_num_threads(), value
+
+if __name__ == "__main__":
+    with dask_client(None, workers=2) as client:
+        print(sorted(client.run(launch_then_compile).values()))
+"""
+
+
+def test_worker_processes_compile_numba_after_launching_its_threads(tmp_path):
+    """``dask_client``'s workers, started from a main module that imports numba (as the CLI's
+    does): numba's environment agrees with its configuration, a compile after its threads
+    are launched succeeds, and each task gets the worker's share of threads (with
+    NUMBA_NUM_THREADS given to the workers, every MLNG task on letters failed to compile)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "launch_then_compile.py"
+    script.write_text(LAUNCH_THEN_COMPILE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    share = max(1, (os.cpu_count() or 1) // 2)
+    assert done.stdout.strip().splitlines()[-1] == str([(True, share, 10.0)] * 2)
