@@ -138,11 +138,12 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
 
 
 REPAIR_ROUNDS = 3  # linear programmes of ``repair_multipliers``
-REPAIR_CANDIDATES = 5000  # triplets per negative direction offered to each programme
+REPAIR_CANDIDATES = 1000  # triplets per negative direction offered to each programme
+REPAIR_DIRECTIONS = 16  # eigenvectors per programme, the lowest relative to their allowance
 
 
 def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: ReducedSpace | None = None,
-                       clusters=None) -> np.ndarray:
+                       clusters=None, max_decrease: float = np.inf) -> np.ndarray:
     """Multipliers (T,) lowered where ``Z_c(lambda)`` falls below its rounding allowance, by
     the least total decrease, so that ``dual_lower_bound`` needs no (or less) scaling.
 
@@ -152,7 +153,9 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     7.2e-6 of the optimum. Lowering only the multipliers that push along the offending
     eigenvectors costs far less. Each of ``REPAIR_ROUNDS`` rounds takes every eigenpair
     ``(theta, v)`` of every checked ``Z_c`` with ``theta < 2 s_c`` (the allowance of
-    ``dual_lower_bound``) and solves the linear programme
+    ``dual_lower_bound``; the ``REPAIR_DIRECTIONS`` lowest relative to ``s_c``: near an
+    optimum of full rank every eigenvalue of ``Z`` is close to 0) and solves the linear
+    programme
 
         min sum_t delta_t  s.t.  sum_t delta_t a_t(v) >= 4 s_c - theta,  0 <= delta_t <= lambda_t,
 
@@ -160,8 +163,10 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     lowering ``lambda_t`` raises ``v^T Z_c v`` (over the ``REPAIR_CANDIDATES`` triplets of
     largest ``a_t`` per direction); impostor multipliers of a singular cluster are set to 0
     first, as ``dual_lower_bound`` does. The result is only a candidate: ``dual_lower_bound``
-    checks it like any multipliers, and callers keep whichever proves more. Arguments as
-    for ``dual_lower_bound``; zeros stay in place, so the result aligns with ``triplets``.
+    checks it like any multipliers, and callers keep whichever proves more. A round that would
+    take the total decrease past ``max_decrease`` (what the scale costs: then scaling is the
+    better repair, as when every direction is short) is not taken. Other arguments as for
+    ``dual_lower_bound``; zeros stay in place, so the result aligns with ``triplets``.
     """
     space = space or reduced_space(problem)
     t = check_triplets(triplets, problem.n_samples)
@@ -176,53 +181,67 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
             lam = np.where(np.isin(owner[t[:, 2]], singular), 0.0, lam)
         Q = _multiplier_scatter(Xr, owner, t, lam, C)
         impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
-        directions, cluster, deficit = [], [], []
+        found = []  # (theta / s_c, cluster, theta, eigenvector) below twice the allowance
         for c in np.flatnonzero(impostors > 0):
             theta, V = np.linalg.eigh(A[c] - Q[c])
-            low = theta < 2 * shift[c]
-            directions.append(V[:, low])
-            cluster += [c] * int(low.sum())
-            deficit.append(4 * shift[c] - theta[low])
-        if not cluster:
+            found += [(theta[m] / shift[c], c, theta[m], V[:, m]) for m in np.flatnonzero(theta < 2 * shift[c])]
+        if not found:
             break
-        gains = _direction_gains(Xr, owner, t, np.hstack(directions), np.array(cluster))
-        delta = _least_decrease(gains, np.concatenate(deficit), lam)
-        if delta is None:
+        found = sorted(found, key=lambda f: f[0])[:REPAIR_DIRECTIONS]
+        cluster = np.array([f[1] for f in found])
+        deficit = np.array([4 * shift[f[1]] - f[2] for f in found])
+        V = np.column_stack([f[3] for f in found])
+        candidates = _candidates(Xr, owner, t, lam, V, cluster)
+        delta = _least_decrease(_direction_gains(Xr, owner, t[candidates], V, cluster), deficit,
+                                lam[candidates])
+        if delta is None or delta.sum() > max_decrease:
             break
-        lam = np.maximum(lam - delta, 0.0)
+        max_decrease -= delta.sum()
+        lam[candidates] = np.maximum(lam[candidates] - delta, 0.0)
     return lam
 
 
 def _direction_gains(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, V: np.ndarray,
                      cluster: np.ndarray) -> np.ndarray:
     """``a_t(v)`` of ``repair_multipliers`` for the columns ``v`` of ``V`` (r, m), column ``m``
-    in cluster ``cluster[m]``: shape (m, T), in blocks of ``_BLOCK`` triplets."""
-    gains = np.empty((V.shape[1], len(t)))
+    in cluster ``cluster[m]``, and the triplets ``t`` (T, 3): shape (m, T)."""
+    pushed = ((Xr[t[:, 0]] - Xr[t[:, 2]]) @ V) ** 2 * (owner[t[:, 2], None] == cluster)
+    pulled = ((Xr[t[:, 0]] - Xr[t[:, 1]]) @ V) ** 2 * (owner[t[:, 1], None] == cluster)
+    return (pushed - pulled).T
+
+
+def _candidates(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray, V: np.ndarray,
+                cluster: np.ndarray) -> np.ndarray:
+    """Indices of the triplets with a positive multiplier among the ``REPAIR_CANDIDATES`` of
+    largest positive gain for some column of ``V``, in blocks of ``_BLOCK`` triplets (a
+    certificate of 60,000 points holds millions)."""
+    best = [np.empty(0, np.intp) for _ in range(V.shape[1])]
+    best_gain = [np.empty(0) for _ in range(V.shape[1])]
     for start in range(0, len(t), _BLOCK):
-        s = t[start:start + _BLOCK]
-        pushed = ((Xr[s[:, 0]] - Xr[s[:, 2]]) @ V) ** 2 * (owner[s[:, 2], None] == cluster)
-        pulled = ((Xr[s[:, 0]] - Xr[s[:, 1]]) @ V) ** 2 * (owner[s[:, 1], None] == cluster)
-        gains[:, start:start + _BLOCK] = (pushed - pulled).T
-    return gains
+        index = start + np.flatnonzero(lam[start:start + _BLOCK] > 0)
+        gains = _direction_gains(Xr, owner, t[index], V, cluster)
+        for m, row in enumerate(gains):
+            keep = row > 0
+            pool_index = np.concatenate([best[m], index[keep]])
+            pool_gain = np.concatenate([best_gain[m], row[keep]])
+            top = np.argsort(-pool_gain, kind="stable")[:REPAIR_CANDIDATES]
+            best[m], best_gain[m] = pool_index[top], pool_gain[top]
+    return np.unique(np.concatenate(best))
 
 
 def _least_decrease(gains: np.ndarray, deficit: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
-    """The linear programme of ``repair_multipliers``: ``delta`` (T,), or None when it has no
-    solution. Solved in the fractions ``delta_t / lambda_t`` with every row divided by its
-    deficit, so that HiGHS's absolute tolerances (1e-7) do not swallow deficits of 1e-10."""
-    candidates = np.unique(np.concatenate([np.argsort(-row)[:REPAIR_CANDIDATES] for row in gains]))
-    candidates = candidates[lam[candidates] > 0]
-    if not len(candidates):
+    """The linear programme of ``repair_multipliers`` over the candidate triplets (``gains``
+    (m, T), their multipliers ``lam`` (T,)): ``delta`` (T,), or None when it has no solution.
+    Solved in the fractions ``delta_t / lambda_t`` with every row divided by its deficit, so
+    that HiGHS's absolute tolerances (1e-7) do not swallow deficits of 1e-10."""
+    if not len(lam):
         return None
-    scale = lam[candidates]
-    rows = gains[:, candidates] * scale / deficit[:, None]
-    solution = scipy.optimize.linprog(scale / scale.max(), A_ub=-rows, b_ub=-np.ones(len(deficit)),
+    rows = gains * lam / deficit[:, None]
+    solution = scipy.optimize.linprog(lam / lam.max(), A_ub=-rows, b_ub=-np.ones(len(deficit)),
                                       bounds=(0.0, 1.0), method="highs")
     if solution.status != 0:
         return None
-    delta = np.zeros_like(lam)
-    delta[candidates] = np.clip(solution.x, 0.0, 1.0) * scale
-    return delta
+    return np.clip(solution.x, 0.0, 1.0) * lam
 
 
 def check_genuine_triplets(problem: LMNNProblem, triplets: np.ndarray) -> None:

@@ -196,7 +196,9 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     multipliers = np.asarray(multipliers, dtype=float)
     bound = dual_lower_bound(problem, triplets, multipliers, space, clusters)
     if repair and bound.alpha < 1.0 and relative_gap(upper, bound.lower) > tol:
-        repaired = repair_multipliers(problem, triplets, multipliers, space, clusters)
+        scaling_cost = bound.lower * (1 / bound.alpha - 1) if bound.alpha > 0 else np.inf
+        repaired = repair_multipliers(problem, triplets, multipliers, space, clusters,
+                                      max_decrease=scaling_cost)
         better = dual_lower_bound(problem, triplets, repaired, space, clusters)
         if better.lower > bound.lower:
             multipliers, bound = repaired, better
