@@ -58,7 +58,8 @@ class FastLMNNResult(CertifiedResult):
         Those triplets, a warm start for ``lmnn_sdp``'s constraint generation.
     stages : list of Stage
     timings : dict of str to float
-        Seconds in ``search``, ``newton``, ``bounds`` and ``total``.
+        Seconds in ``search``, ``newton``, ``escape`` (line searches out of saddles), ``bounds``
+        and ``total``.
     """
 
     certificate: Certificate

@@ -198,7 +198,7 @@ class _Run:
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
         self.stages: list[Stage] = []
         self.n_iter = self.n_evaluations = self.n_hessian_products = 0
-        self.timings = dict.fromkeys(("search", "newton", "bounds"), 0.0)
+        self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
@@ -251,7 +251,9 @@ class _Run:
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
+            tic = time.perf_counter()
             escaped = _escape(objective, L, gamma)
+            self.timings["escape"] += time.perf_counter() - tic
             if escaped is L:
                 return objective, L, nit, stop
             L = escaped

@@ -143,3 +143,16 @@ def test_binary_features_with_a_singular_pull_matrix_run_and_say_why_they_stop()
     exact = solve_lmnn(problem, method="aggregated")
     assert not r.converged and 0 <= r.lower <= exact.upper and exact.lower <= r.upper
     assert "pull matrix is singular" in r.message
+
+
+def test_timings_name_every_part_of_the_solve():
+    """Multi-metric LMNN on ten classes of digits, where saddle escapes run: search, Newton,
+    escapes and bounds are timed, and together they take no more than the whole."""
+    from validation.instances import builtin_instances
+
+    problem = next(i for i in builtin_instances() if i.name.startswith("ten-classes")).problem()
+    result = solve(problem, clusters=problem.label_codes, max_iter=100)
+    parts = ("search", "newton", "escape", "bounds")
+    assert set(result.timings) == {*parts, "total"}
+    assert result.timings["escape"] > 0
+    assert sum(result.timings[p] for p in parts) <= result.timings["total"]
