@@ -122,8 +122,7 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     C, Xr = int(owner.max()) + 1, space.inputs
     A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
     shift = _allowance(problem, space, owner, A, t, lam)
-    singular = [c for c in range(C) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
-    drop = np.isin(owner[t[:, 2]], singular)
+    singular, drop = _singular(A, shift, owner, t)
     lam = np.where(drop, 0.0, lam)
     Q = _multiplier_scatter(Xr, owner, t, lam, C)
     impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
@@ -177,8 +176,7 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     for round in range(REPAIR_ROUNDS):
         shift = _allowance(problem, space, owner, A, t, lam)
         if round == 0:  # as dual_lower_bound: no impostor multipliers for a singular cluster
-            singular = [c for c in range(C) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
-            lam = np.where(np.isin(owner[t[:, 2]], singular), 0.0, lam)
+            lam = np.where(_singular(A, shift, owner, t)[1], 0.0, lam)
         Q = _multiplier_scatter(Xr, owner, t, lam, C)
         impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
         found = []  # (theta / s_c, cluster, theta, eigenvector) below twice the allowance
@@ -281,6 +279,13 @@ def _allowance(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray, A: 
     n, k = problem.targets.shape
     factor = 8 * (2 * n + space.rank + k) * _EPS
     return factor * (np.linalg.norm(A, axis=(1, 2)) + _weighted_lengths(space.inputs, owner, t, lam, len(A)))
+
+
+def _singular(A: np.ndarray, shift: np.ndarray, owner: np.ndarray, t: np.ndarray) -> tuple[list, np.ndarray]:
+    """The clusters whose ``A_c`` cannot clear its allowance (module docstring), and the mask
+    (T,) of the triplets whose impostor lies in one of them."""
+    singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
+    return singular, np.isin(owner[t[:, 2]], singular)
 
 
 def _multiplier_scatter(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,
