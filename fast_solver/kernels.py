@@ -160,3 +160,69 @@ def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
         out[t] = s
     return out
 
+
+
+@njit(parallel=True, cache=True)
+def ray_coefficients(Z, Y, clusters, targets, ptr, impostors, target_c, pair_c):  # pragma: no cover
+    """Distances along ``Z + t Y``: for every target pair ``(i, targets[i, a])`` into
+    ``target_c`` (n, k, 3) and every impostor pair ``p`` of the working set into ``pair_c``
+    (P, 3), the products ``|z|^2, z.y, |y|^2`` of the differences ``z = z_a - z_b`` and
+    ``y = y_a - y_b`` in the coordinates of ``b``'s cluster."""
+    n, k = targets.shape
+    r = Z.shape[2]
+    for i in prange(n):
+        for a in range(k + ptr[i + 1] - ptr[i]):
+            b = targets[i, a] if a < k else impostors[ptr[i] + a - k]
+            g = clusters[b]
+            zz = zy = yy = 0.0
+            for c in range(r):
+                z = Z[g, i, c] - Z[g, b, c]
+                y = Y[g, i, c] - Y[g, b, c]
+                zz += z * z
+                zy += z * y
+                yy += y * y
+            out = target_c[i, a] if a < k else pair_c[ptr[i] + a - k]
+            out[0] = zz
+            out[1] = zy
+            out[2] = yy
+    return target_c, pair_c
+
+
+@njit(cache=True)
+def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
+    """``s(h + dh) - s(h)`` for the smoothed hinge ``s`` (``fast_solver.smoothed``), free of
+    cancellation when both ends lie on one piece."""
+    e = h + dh
+    if h <= 0.0 and e <= 0.0:
+        return 0.0
+    if h >= gamma and e >= gamma:
+        return dh
+    if 0.0 < h < gamma and 0.0 < e < gamma:
+        return dh * (h + 0.5 * dh) / gamma
+    s_e = 0.0 if e <= 0.0 else (e - 0.5 * gamma if e >= gamma else 0.5 * e * e / gamma)
+    s_h = 0.0 if h <= 0.0 else (h - 0.5 * gamma if h >= gamma else 0.5 * h * h / gamma)
+    return s_e - s_h
+
+
+@njit(parallel=True, cache=True)
+def ray_change(target_c, pair_c, ptr, t, quadratic, gamma, mu):  # pragma: no cover - compiled
+    """``F_gamma(t) - F_gamma(0)`` along a ray whose distances are ``zz + 2 t zy + t^2 yy``
+    (``quadratic``: ``L + t V``) or ``zz + t yy`` (``M + t V^T V``), from the coefficients of
+    ``ray_coefficients``; each term is a change, so differences far below the rounding of
+    ``F_gamma`` itself are resolved."""
+    n, k = target_c.shape[0], target_c.shape[1]
+    lin = 2.0 * t if quadratic else 0.0
+    q = t * t if quadratic else t
+    per_point = np.zeros(n)
+    for i in prange(n):
+        pull = 0.0
+        push = 0.0
+        for a in range(k):
+            pull += lin * target_c[i, a, 1] + q * target_c[i, a, 2]
+        for p in range(ptr[i], ptr[i + 1]):
+            dp = lin * pair_c[p, 1] + q * pair_c[p, 2]
+            for a in range(k):
+                dt = lin * target_c[i, a, 1] + q * target_c[i, a, 2]
+                push += _huber_change(1.0 + target_c[i, a, 0] - pair_c[p, 0], dt - dp, gamma)
+        per_point[i] = (1.0 - mu) * pull + mu * push
+    return per_point.sum()

@@ -226,6 +226,32 @@ class SmoothedObjective:
                 Y[c, graph.nodes] = self.X[c, graph.nodes] @ V[c].T
         return Y
 
+    def ray(self, V: np.ndarray, *, metric: bool = False):
+        """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
+        ``L`` (at its ``gamma``) along ``L + t V`` or, with ``metric``, along
+        ``M_c + t V_c^T V_c`` (``M = L^T L``); ``V`` (C, r, r), clusters with ``V_c = 0`` stay.
+
+        Every distance is a polynomial in ``t`` (``zz + 2 t zy + t^2 yy``, or ``zz + t yy``
+        along the metric), so its coefficients are formed once and each ``t`` costs one pass
+        over the triplets without matrix products; the change is summed term by term
+        (``kernels.ray_change``), so decreases far below the rounding of ``F_gamma`` itself
+        are seen (digits PCA-6, n=200, class metrics: Newton's last steps gain 1e-11 on 1,049)."""
+        ev = self.current
+        Y = np.zeros_like(self.Z)
+        for c in np.flatnonzero(V.any(axis=(1, 2))):
+            np.matmul(self.X[c], V[c].T, out=Y[c])
+        n, k = self.targets.shape
+        target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
+        kernels.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
+                                 target_c, pair_c)
+        work = (len(self.ws) + n) * k
+
+        def change(t: float) -> float:
+            with kernels.threads_for(work):
+                return kernels.ray_change(target_c, pair_c, self.ws.ptr, float(t), not metric,
+                                          ev.gamma, self.mu)
+        return change
+
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
         """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""
         ev = self.current

@@ -60,7 +60,7 @@ ENERGY_RTOL = 1e-9  # both sides compute eq. 15 exactly; only rounding may diffe
 ENERGY_MAX_N = 500  # the brute force loops over every triplet in Python: built-in sizes only
 MMC_SOLVERS = ("mmc", "mmc-diagonal")
 MMC_MAX_N = 300  # the exact side forms all label pairs in cvxpy (Ionosphere, n = 351: 10 minutes)
-DEFAULT_SOLVERS = ("lmnn", "mmc", "mmc-diagonal", "energy")  # multi-metric: README, "Status"
+DEFAULT_SOLVERS = ("lmnn", "multi-metric", "mmc", "mmc-diagonal", "energy")
 EXACT_SOLVERS: dict[str, Callable] = {  # (problem, fast result) -> certified exact result
     "lmnn": lambda problem, fast: solve_lmnn(problem, method="aggregated", start=fast.metric,
                                              tol=EXACT_TOL),

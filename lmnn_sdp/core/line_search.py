@@ -1,10 +1,11 @@
-"""Line searches on convex functions: golden section in one variable, and along a segment."""
+"""Line searches: golden section in one variable, along a segment, and along a ray."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
+import scipy.optimize
 
 _RATIO = (np.sqrt(5) - 1) / 2
 
@@ -43,3 +44,28 @@ def segment_search(f: Callable[[np.ndarray], float], start: np.ndarray, value: f
     if best >= value:
         return 0.0, start, value
     return t, start + t * (target - start), best
+
+
+def ray_minimum(change: Callable[[float], float], t: float, t_max: float = np.inf,
+                xtol: float = 1e-3) -> tuple[float, float]:
+    """``(t, change(t))`` near the least ``change`` on ``(0, t_max]``, where ``change(0) = 0``.
+
+    Doubles ``t`` (at most 60 times, never past ``t_max``) while ``change`` decreases, then
+    runs SciPy's bounded Brent search on ``(0, 2 t]`` to ``xtol`` of that bracket; ``change``
+    need not be convex, and the best point seen is returned. ``(0.0, 0.0)`` when no point
+    seen decreases ``change``."""
+    t = min(t, t_max)
+    value = change(t)
+    for _ in range(60):
+        if 2.0 * t > t_max:
+            break
+        doubled = change(2.0 * t)
+        if doubled >= value:
+            break
+        t, value = 2.0 * t, doubled
+    high = min(2.0 * t, t_max)
+    best = scipy.optimize.minimize_scalar(change, bounds=(0.0, high), method="bounded",
+                                          options={"xatol": xtol * high})
+    if best.fun < value:
+        t, value = float(best.x), float(best.fun)
+    return (t, value) if value < 0.0 else (0.0, 0.0)

@@ -90,6 +90,36 @@ def test_gradient_and_hessian_products_match_finite_differences(setting, gamma):
     np.testing.assert_allclose(product, difference, rtol=1e-5, atol=1e-5 * np.abs(difference).max())
 
 
+@pytest.mark.parametrize("gamma", [1.0, 0.05])
+def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gamma):
+    problem, clusters, whitening, objective, L = setting
+    rng = np.random.default_rng(3)
+    V = rng.normal(size=L.shape)
+    if len(V) > 1:
+        V[0] = 0.0  # a cluster left where it is
+    M = np.matmul(L.transpose(0, 2, 1), L)
+    D = np.matmul(V.transpose(0, 2, 1), V)
+    base = brute_force(problem, whitening.lift(M), gamma, clusters)[0]
+    objective.evaluate(L, gamma)
+    along_L, along_M = objective.ray(V), objective.ray(V, metric=True)
+    for t in (0.0, 1e-3, 0.2, 1.5):
+        at_L = whitening.lift(np.matmul((L + t * V).transpose(0, 2, 1), L + t * V))
+        assert along_L(t) == pytest.approx(brute_force(problem, at_L, gamma, clusters)[0] - base,
+                                           rel=1e-9, abs=1e-9 * base)
+        at_M = whitening.lift(M + t * D)
+        assert along_M(t) == pytest.approx(brute_force(problem, at_M, gamma, clusters)[0] - base,
+                                           rel=1e-9, abs=1e-9 * base)
+
+
+def test_ray_resolves_changes_below_the_rounding_of_the_objective(setting):
+    *_, objective, L = setting
+    ev = objective.evaluate(L, 0.05)
+    V = np.random.default_rng(4).normal(size=L.shape)
+    slope = float(np.sum(ev.gradient * V))
+    t = 1e-12 * ev.value / abs(slope)  # a change of 1e-12 F: rounding noise in F(t) - F(0)
+    assert objective.ray(V)(t) == pytest.approx(t * slope, rel=1e-6)
+
+
 def test_pair_graph_scatter_is_the_sum_of_weighted_outer_products():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(12, 4))

@@ -145,3 +145,15 @@ def test_best_scaled_identity_beats_every_other_scale():
     best = p.objective(best_scaled_identity(p, space))
     for e in np.linspace(-6, 10, 33):
         assert best <= p.objective(space.lift(2.0**e * np.eye(space.rank))) * (1 + 1e-6)
+
+
+def test_ray_minimum_finds_the_least_change_within_the_bound():
+    from lmnn_sdp.core.line_search import ray_minimum
+
+    t, change = ray_minimum(lambda t: (t - 3.0) ** 2 - 9.0, 1.0, xtol=1e-8)  # doubling to 4, then Brent
+    assert t == pytest.approx(3.0, abs=1e-6) and change == pytest.approx(-9.0)
+    t, change = ray_minimum(lambda t: (t - 3.0) ** 2 - 9.0, 1.0, t_max=2.5)
+    assert t == pytest.approx(2.5, abs=1e-3) and change < 0
+    t, change = ray_minimum(lambda t: abs(t - 1e-4) - 1e-4, 1.0, xtol=1e-8)  # far inside the first bracket
+    assert t == pytest.approx(1e-4, rel=1e-3) and change == pytest.approx(-1e-4, rel=1e-3)
+    assert ray_minimum(lambda t: t, 1.0) == (0.0, 0.0)  # nothing decreases

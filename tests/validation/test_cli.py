@@ -87,7 +87,7 @@ def test_python_m_validation_is_the_same_command():
 def test_main_job_is_the_crosscheck(capsys):
     assert main(["--suite", "builtin", "--instances", "rank-deficient", "class-of-k+1"]) == 0
     out = capsys.readouterr().out
-    assert "8 of 8 passed (tolerance 1e-06 relative)" in out  # LMNN, MMC x 2, energy (eq. 15) each
+    assert "10 of 10 passed (tolerance 1e-06 relative)" in out  # LMNN, multi-metric, MMC x 2, energy each
     optimum = float(_row(out, "rank-deficient-n15-d5-k2-mu0.2")[7])  # the exact_optimum cell
     assert optimum == pytest.approx(48.371398, rel=1e-8)  # certified in the corpus
 
