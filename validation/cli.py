@@ -99,8 +99,9 @@ def add_crosscheck_parser(subparsers) -> None:
     command.add_argument("--solvers", nargs="+", default=list(crosscheck.DEFAULT_SOLVERS),
                          choices=crosscheck.SOLVERS,
                          help="fast solvers to check (default: %(default)s; multi-metric is "
-                              "one metric per class, sec. 5.2; energy is eq. 15 against brute "
-                              "force)")
+                              "one metric per class, sec. 5.2, on instances of at most "
+                              f"{crosscheck.MULTI_METRIC_MAX_N} points; energy is eq. 15 against "
+                              "brute force)")
     command.add_argument("--tol", type=float, default=1e-6,
                          help="largest relative difference and fast certified gap")
     command.add_argument("--jobs", type=int, default=1, help="instances run in parallel")

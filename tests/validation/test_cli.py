@@ -141,7 +141,7 @@ def test_mmc_rows_pass_and_fail_when_the_fast_solver_is_cut_short(monkeypatch):
     assert not any(r["passed"] or r["converged"] for r in rows)
 
 
-def test_mmc_rows_run_once_per_data_set_of_at_most_mmc_max_n_points(monkeypatch):
+def test_mmc_rows_once_per_data_set_and_multi_metric_rows_up_to_their_max_n(monkeypatch):
     from validation import crosscheck
     from validation.instances import Instance
 
@@ -151,8 +151,10 @@ def test_mmc_rows_run_once_per_data_set_of_at_most_mmc_max_n_points(monkeypatch)
     assert crosscheck.distinct_data([*same, large], 6) == same[:1]
     monkeypatch.setattr(crosscheck, "check_instance", lambda instance, solver, tol: (instance.name, solver))
     monkeypatch.setattr(crosscheck, "MMC_MAX_N", 6)
-    assert crosscheck.crosscheck([*same, large], ("mmc", "lmnn"), progress=False) == [
-        ("same-k1", "mmc"), ("same-k1", "lmnn"), ("same-k2", "lmnn"), ("large", "lmnn")]
+    monkeypatch.setattr(crosscheck, "MULTI_METRIC_MAX_N", 6)
+    assert crosscheck.crosscheck([*same, large], ("mmc", "lmnn", "multi-metric"), progress=False) == [
+        ("same-k1", "mmc"), ("same-k1", "lmnn"), ("same-k1", "multi-metric"), ("same-k2", "lmnn"),
+        ("same-k2", "multi-metric"), ("large", "lmnn")]
 
 
 def test_crosscheck_names_instances_that_match_nothing(capsys):
