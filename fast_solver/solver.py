@@ -263,9 +263,9 @@ class _Run:
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
             tic = time.perf_counter()
-            escaped = _escape(objective, L, gamma)
+            escaped = _escape(objective)
             self.timings["escape"] += time.perf_counter() - tic
-            if escaped is L:
+            if escaped is None:
                 return objective, L, nit, stop
             L = escaped
 
@@ -403,8 +403,10 @@ class _Run:
             stages=list(self.stages), timings=dict(self.timings))
 
 
-def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.ndarray:
-    """Leave a saddle of ``L -> F_gamma(L)``: move each ``M_c`` along ``D_c = P_S(-G_c)``.
+def _escape(objective: SmoothedObjective) -> np.ndarray:
+    """Leave a saddle of ``L -> F_gamma(L)`` at the objective's last evaluated point (where
+    Newton's iterations stopped): move each ``M_c`` along ``D_c = P_S(-G_c)``; the new ``L``,
+    or None when nothing decreases ``F_gamma``.
 
     Where ``G_c`` has negative eigenvalues on directions that ``M_c`` lacks, the
     gradient ``2 L_c G_c`` vanishes along them and Newton's method on ``L`` can stop.
@@ -412,7 +414,8 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
     each cluster's best step ``t_c`` along ``M_c + t D_c`` (the clusters' metrics differ
     in scale), and a last one the best multiple ``s`` of all of them together, so the
     move ``M_c + s t_c D_c`` decreases ``F_gamma`` although triplets join clusters."""
-    ev = objective.evaluate(L, gamma)
+    ev = objective.current
+    L = ev.L
     D = _project(-ev.dual_matrix)
     M = _gram(L)
     factors = np.zeros_like(L)
@@ -423,10 +426,10 @@ def _escape(objective: SmoothedObjective, L: np.ndarray, gamma: float) -> np.nda
         t, _ = ray_minimum(objective.ray(direction, metric=True), t0, xtol=1e-6)
         factors[c] = np.sqrt(t) * direction[c]
     if not factors.any():
-        return L
+        return None
     s, _ = ray_minimum(objective.ray(factors, metric=True), 1.0, xtol=1e-6)
     if s == 0.0:
-        return L
+        return None
     return _factor(M + s * _gram(factors))
 
 

@@ -100,7 +100,7 @@ def add_crosscheck_parser(subparsers) -> None:
                          choices=crosscheck.SOLVERS,
                          help="fast solvers to check (default: %(default)s; multi-metric is "
                               "one metric per class, sec. 5.2, on instances of at most "
-                              f"{crosscheck.MULTI_METRIC_MAX_N} points; energy is eq. 15 against "
+                              f"{crosscheck.MAX_N['multi-metric']} points; energy is eq. 15 against "
                               "brute force)")
     command.add_argument("--tol", type=float, default=1e-6,
                          help="largest relative difference and fast certified gap")

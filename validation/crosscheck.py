@@ -21,7 +21,7 @@ instance passes when
   broken objective or bound).
 
 MMC (Xing et al. 2002; ``--solvers mmc mmc-diagonal``) depends on the inputs and labels
-only, so it runs once per distinct data set of at most ``MMC_MAX_N`` points (the exact side
+only, so it runs once per distinct data set of at most ``MAX_N`` points (the exact side
 forms every label pair in cvxpy): ``fast_solver.solve_mmc_fast`` against
 ``lmnn_sdp.solve_mmc``, judged as above; the difference is relative to the optimum for the
 full metric and absolute for the diagonal one (its gap is absolute: Xing's objective has a
@@ -30,7 +30,7 @@ logarithm and may be near zero).
 Energy-based classification (eq. 15, ``--solvers energy``) is checked against the
 brute force of ``validation.energy_reference`` instead: with the fast solver's
 certified metric, the energies of ``ENERGY_POINTS`` of the instance's points under
-every label must agree to ``ENERGY_RTOL``, on instances of at most ``ENERGY_MAX_N`` points
+every label must agree to ``ENERGY_RTOL``, on instances of at most ``MAX_N`` points
 (the medium ones took minutes each in the Python loops of the brute force).
 """
 
@@ -57,10 +57,13 @@ FAST_SOLVERS: dict[str, Callable[[LMNNProblem, float], fast_solver.FastLMNNResul
 }
 ENERGY_POINTS = 12  # test points per instance for the brute force of eq. 15
 ENERGY_RTOL = 1e-9  # both sides compute eq. 15 exactly; only rounding may differ
-ENERGY_MAX_N = 500  # the brute force loops over every triplet in Python: built-in sizes only
 MMC_SOLVERS = ("mmc", "mmc-diagonal")
-MMC_MAX_N = 300  # the exact side forms all label pairs in cvxpy (Ionosphere, n = 351: 10 minutes)
-MULTI_METRIC_MAX_N = 300  # the exact side: letters' 26 metrics took 200 s at n = 500, stalled at 750
+MAX_N = {  # the largest instance (points) each check runs on; a solver not named runs on all
+    "energy": 500,  # the brute force loops over every triplet in Python: built-in sizes only
+    "mmc": 300,  # the exact side forms all label pairs in cvxpy (Ionosphere, n = 351: 10 minutes)
+    "mmc-diagonal": 300,
+    "multi-metric": 300,  # the exact side: letters' 26 metrics took 200 s at n = 500, stalled at 750
+}
 DEFAULT_SOLVERS = ("lmnn", "multi-metric", "mmc", "mmc-diagonal", "energy")
 EXACT_SOLVERS: dict[str, Callable] = {  # (problem, fast result) -> certified exact result
     "lmnn": lambda problem, fast: solve_lmnn(problem, method="aggregated", start=fast.metric,
@@ -81,10 +84,9 @@ def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
     if unknown:
         raise ValueError(f"unknown fast solver(s) {sorted(unknown)}; choose from {sorted(SOLVERS)}.")
     instances = builtin_instances() if instances is None else instances
-    mmc_data = distinct_data(instances, MMC_MAX_N)
+    mmc_data = distinct_data(instances, MAX_N["mmc"])
     tasks = [delayed(check_instance)(instance, name, tol) for instance in instances for name in solvers
-             if (name != "energy" or len(instance.X) <= ENERGY_MAX_N)
-             and (name != "multi-metric" or len(instance.X) <= MULTI_METRIC_MAX_N)
+             if len(instance.X) <= MAX_N.get(name, np.inf)
              and (name not in MMC_SOLVERS or any(instance is other for other in mmc_data))]
     rows = Parallel(n_jobs=jobs, return_as="generator")(tasks)
     return list(tqdm(rows, total=len(tasks), desc="cross-check", disable=not progress))

@@ -150,8 +150,8 @@ def test_mmc_rows_once_per_data_set_and_multi_metric_rows_up_to_their_max_n(monk
     large = Instance("large", np.arange(14.0).reshape(7, 2), np.repeat([0, 1], [3, 4]), 1, 0.5, "t")
     assert crosscheck.distinct_data([*same, large], 6) == same[:1]
     monkeypatch.setattr(crosscheck, "check_instance", lambda instance, solver, tol: (instance.name, solver))
-    monkeypatch.setattr(crosscheck, "MMC_MAX_N", 6)
-    monkeypatch.setattr(crosscheck, "MULTI_METRIC_MAX_N", 6)
+    for solver in ("mmc", "mmc-diagonal", "multi-metric"):
+        monkeypatch.setitem(crosscheck.MAX_N, solver, 6)
     assert crosscheck.crosscheck([*same, large], ("mmc", "lmnn", "multi-metric"), progress=False) == [
         ("same-k1", "mmc"), ("same-k1", "lmnn"), ("same-k1", "multi-metric"), ("same-k2", "lmnn"),
         ("same-k2", "multi-metric"), ("large", "lmnn")]
