@@ -13,6 +13,12 @@ targets. With several metrics (sec. 5.2, eq. 16) the distance to a point is
 measured with the metric of that point's cluster. The prediction is the label of
 least energy.
 
+Two choices of sec. 3.5 are parameters: ``test_targets="metric"`` takes ``N_c(t)`` by
+the learned distances instead ("or other a priori considerations"), and
+``test_margin`` replaces the 1 in the second term (the test point's own perimeter).
+The authors' MATLAB ``energyclassify`` uses ``"metric"`` and margin 0 there (it adds
+the unit margin to the training radii but not to the test point's).
+
 Every impostor counts (no sampling). The work runs on tiles of test points by
 training points within ``BLOCK_BYTES``; the second term comes from per-test-point
 histograms of the impostor distances against the sorted radii ``1 + D(t, j)``.
@@ -27,12 +33,14 @@ from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
 from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem, _quadratic_forms, check_inputs
+from lmnn_sdp.core.psd import psd_factor
 
 TILES = 4  # distance tiles (and temporaries) of one block alive at once
+TEST_TARGETS = ("euclidean", "metric")  # how N_c(t) is chosen
 
 
-def energies(X, y, targets, mu, metrics, X_test, *, clusters=None,
-             test_clusters=None) -> np.ndarray:
+def energies(X, y, targets, mu, metrics, X_test, *, clusters=None, test_clusters=None,
+             test_targets="euclidean", test_margin=1.0) -> np.ndarray:
     """The energies of eq. 15, shape (m, n_classes), classes ordered as ``np.unique(y)``.
 
     Parameters
@@ -53,8 +61,13 @@ def energies(X, y, targets, mu, metrics, X_test, *, clusters=None,
         The cluster of each test point (for the third term). Without it the
         clusters must be the classes, and the test point's cluster is its
         hypothetical label.
+    test_targets : {"euclidean", "metric"}, default="euclidean"
+        ``N_c(t)`` by Euclidean distance (eq. 15) or by the learned distances.
+    test_margin : float >= 0, default=1.0
+        The margin of the test point's own perimeter (the second term).
     """
-    model = EnergyModel.build(X, y, targets, mu, metrics, clusters=clusters)
+    model = EnergyModel.build(X, y, targets, mu, metrics, clusters=clusters,
+                              test_targets=test_targets, test_margin=test_margin)
     return model.energies(X_test, test_clusters=test_clusters)
 
 
@@ -64,22 +77,32 @@ class EnergyModel:
 
     ``metrics`` (C, d, d) are symmetrised; ``clusters`` (n,) is all zeros for one
     metric; ``radii`` (n, k) are ``1 + D(i, j)`` of the training targets and
-    ``self_products`` (C, n) are ``x_b^T M_g x_b`` on the centred inputs."""
+    ``self_products`` (C, n) are ``x_b^T M_g x_b`` on the centred inputs;
+    ``test_targets`` and ``test_margin`` as in ``energies``."""
 
     problem: LMNNProblem
     metrics: np.ndarray
     clusters: np.ndarray
     radii: np.ndarray
     self_products: np.ndarray
+    test_targets: str = "euclidean"
+    test_margin: float = 1.0
 
     @classmethod
-    def build(cls, X, y, targets, mu, metrics, clusters=None) -> EnergyModel:
-        """Check the training side (as ``LMNNProblem`` does) and precompute it."""
-        return cls.from_problem(LMNNProblem(X, y, mu=mu, targets=targets), metrics, clusters)
+    def build(cls, X, y, targets, mu, metrics, clusters=None, **rule) -> EnergyModel:
+        """Check the training side (as ``LMNNProblem`` does) and precompute it; ``rule``:
+        ``test_targets``, ``test_margin``."""
+        return cls.from_problem(LMNNProblem(X, y, mu=mu, targets=targets), metrics, clusters, **rule)
 
     @classmethod
-    def from_problem(cls, problem: LMNNProblem, metrics, clusters=None) -> EnergyModel:
+    def from_problem(cls, problem: LMNNProblem, metrics, clusters=None, *,
+                     test_targets="euclidean", test_margin=1.0) -> EnergyModel:
         """The training side of ``problem`` (its data, targets and mu) under ``metrics``."""
+        if test_targets not in TEST_TARGETS:
+            raise ValueError(f"test_targets must be one of {TEST_TARGETS}, got {test_targets!r}.")
+        if (isinstance(test_margin, bool) or not np.isscalar(test_margin)
+                or not np.isreal(test_margin) or not test_margin >= 0 or not np.isfinite(test_margin)):
+            raise ValueError(f"test_margin must be a finite number >= 0, got {test_margin!r}.")
         M = np.asarray(metrics)
         if clusters is None and M.ndim == 3:
             if len(M) != 1:
@@ -93,7 +116,8 @@ class EnergyModel:
         Xc = problem.X_centered
         return cls(problem=problem, metrics=metrics, clusters=owner,
                    radii=1.0 + problem.target_distances(M, clusters),
-                   self_products=np.einsum("nd,cde,ne->cn", Xc, metrics, Xc))
+                   self_products=np.einsum("nd,cde,ne->cn", Xc, metrics, Xc),
+                   test_targets=test_targets, test_margin=float(test_margin))
 
     @property
     def class_clusters(self) -> bool:
@@ -107,6 +131,8 @@ class EnergyModel:
         p = self.problem
         K = len(p.classes)  # per test row: K k (d + 5) for targets and radii, K (C + K) for term 3
         per_row = K * p.k * (p.n_features + 5) + K * (len(self.metrics) + K)
+        if self.test_targets == "metric":  # candidates of every cluster and their differences
+            per_row += K * p.k * len(self.metrics) * (p.n_features + 3)
         rows, cols = block_shape(len(T), p.n_samples, per_row)
         out = np.empty((len(T), len(p.classes)))
         with threadpool_limits(1, user_api="blas"):  # numba's threads, not BLAS's, use the cores
@@ -119,9 +145,9 @@ class EnergyModel:
         """Eq. 15 for a block of test points ``T`` (b, d); ``metric_of`` (b, K) is the metric
         measuring ``D(i, t)`` under each label; training points in chunks of ``cols``."""
         p, b = self.problem, len(T)
-        near = nearest_per_class(T, p.X, p.label_codes, len(p.classes), p.k)
+        near = self._test_targets(T)
         target_d = self._target_distances(T, near)  # (b, K, k)
-        radii = 1.0 + target_d
+        radii = self.test_margin + target_d
         order = np.argsort(radii.reshape(b, -1), axis=1)
         sorted_radii = np.ascontiguousarray(np.take_along_axis(radii.reshape(b, -1), order, 1))
         count, total = np.zeros_like(sorted_radii), np.zeros_like(sorted_radii)
@@ -146,6 +172,26 @@ class EnergyModel:
         chosen = invaded[metric_of, np.arange(b)[:, None]]  # (b, K, K): [t, c] by metric_of[t, c]
         invasions = chosen.sum(axis=2) - np.diagonal(chosen, axis1=1, axis2=2)
         return (1.0 - p.mu) * target_d.sum(axis=2) + p.mu * (impostors + invasions)
+
+    def _test_targets(self, T: np.ndarray) -> np.ndarray:
+        """``N_c(t)``: indices (b, K, k) of the ``k`` training points of each class nearest to
+        each row of ``T`` (b, d), ties to the smaller index; Euclidean, or with ``"metric"``
+        by ``D(t, j)`` under ``M_{c(j)}``, searched cluster by cluster in the space ``L_g x``."""
+        p = self.problem
+        K = len(p.classes)
+        if self.test_targets == "euclidean":
+            return nearest_per_class(T, p.X, p.label_codes, K, p.k)
+        found = []
+        for g in np.unique(self.clusters):
+            members = np.flatnonzero(self.clusters == g)
+            L = psd_factor(self.metrics[g])
+            near = nearest_per_class(T @ L.T, p.X[members] @ L.T, p.label_codes[members], K, p.k)
+            found.append(np.where(near >= 0, members[near], -1))  # -1: fewer than k in cluster g
+        candidates = np.concatenate(found, axis=2)
+        distances = self._target_distances(T, np.maximum(candidates, 0))
+        distances[candidates < 0] = np.inf
+        order = np.lexsort((candidates, distances))[..., :p.k]
+        return np.take_along_axis(candidates, order, axis=2)
 
     def _target_distances(self, T: np.ndarray, near: np.ndarray) -> np.ndarray:
         """``D(t, j)`` (b, K, k) for ``j = near[t, c, r]`` with ``M_{c(j)}``, from differences."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver.energy import EnergyModel
+from fast_solver.energy import TEST_TARGETS, EnergyModel
 from fast_solver.estimators import LMNN, _reject_complex, fitted_inputs
 from lmnn_sdp.core.problem import LMNNProblem
 
@@ -31,6 +33,12 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
         None (then the clusters must be the classes). The targets and ``mu`` come
         from ``learner.result_.certificate.problem`` when it has one (as LMNN
         does), else from its ``k`` and ``mu`` with Euclidean targets.
+    test_targets : {"euclidean", "metric"}, default="euclidean"
+        How a test point's ``k`` targets of each label are found: by Euclidean
+        distance (eq. 15) or by the learned distances (the authors' MATLAB code).
+    test_margin : float >= 0, default=1.0
+        The margin of the test point's own perimeter (second term of eq. 15; the
+        authors' MATLAB code uses 0).
 
     Attributes
     ----------
@@ -42,10 +50,14 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    _parameter_constraints: dict = {"learner": [HasMethods(["fit"]), None]}
+    _parameter_constraints: dict = {"learner": [HasMethods(["fit"]), None],
+                                    "test_targets": [StrOptions(set(TEST_TARGETS))],
+                                    "test_margin": [Interval(Real, 0, None, closed="left")]}
 
-    def __init__(self, learner=None):
+    def __init__(self, learner=None, *, test_targets="euclidean", test_margin=1.0):
         self.learner = learner
+        self.test_targets = test_targets
+        self.test_margin = test_margin
 
     @_fit_context(prefer_skip_nested_validation=False)  # the learner validates its own
     def fit(self, X, y):
@@ -59,7 +71,8 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
                              "impostors are points of another class.")
         learner = LMNN() if self.learner is None else clone(self.learner)
         self.learner_ = learner.fit(X, y)
-        self.energy_model_ = _training_side(self.learner_, X, y)
+        self.energy_model_ = _training_side(self.learner_, X, y, test_targets=self.test_targets,
+                                            test_margin=self.test_margin)
         self.classes_ = self.energy_model_.problem.classes
         return self
 
@@ -82,8 +95,9 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmin(E, axis=1)]
 
 
-def _training_side(learner, X: np.ndarray, y: np.ndarray) -> EnergyModel:
-    """The learner's problem (data, targets, mu) and metric(s) as an ``EnergyModel``."""
+def _training_side(learner, X: np.ndarray, y: np.ndarray, **rule) -> EnergyModel:
+    """The learner's problem (data, targets, mu) and metric(s) as an ``EnergyModel``;
+    ``rule``: ``test_targets``, ``test_margin``."""
     problem = getattr(getattr(getattr(learner, "result_", None), "certificate", None), "problem", None)
     if problem is None:
         if not (hasattr(learner, "k") and hasattr(learner, "mu")):
@@ -92,5 +106,5 @@ def _training_side(learner, X: np.ndarray, y: np.ndarray) -> EnergyModel:
                             "and mu.")
         problem = LMNNProblem(X, y, k=learner.k, mu=learner.mu)
     if hasattr(learner, "metrics_"):
-        return EnergyModel.from_problem(problem, learner.metrics_, learner.clusters_)
-    return EnergyModel.from_problem(problem, learner.metric_)
+        return EnergyModel.from_problem(problem, learner.metrics_, learner.clusters_, **rule)
+    return EnergyModel.from_problem(problem, learner.metric_, **rule)

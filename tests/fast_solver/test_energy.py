@@ -79,6 +79,59 @@ def test_arbitrary_clusters_with_test_clusters_match_brute_force(data, mu):
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
 
+RULES = [("metric", 1.0), ("euclidean", 0.0), ("metric", 0.0), ("metric", 2.5)]
+
+
+@pytest.mark.parametrize("test_targets, test_margin", RULES)
+@pytest.mark.parametrize("clusters", ["one", "classes", "across"])
+def test_test_targets_and_margin_match_brute_force(data, test_targets, test_margin, clusters):
+    # N_c(t) by the learned distances (eq. 16 distances with several metrics) and another margin
+    # on the test point's own perimeter, against the loops; each changes the energies
+    X, y, targets, X_test, rng = data
+    metrics = np.stack([random_psd(rng, 3, s) for s in (0.5, 1.0, 2.0)])
+    metrics[0] = np.diag([4.0, 0.05, 1.0])  # far from Euclidean, so other targets are chosen
+    if clusters == "one":
+        owner, M, test_clusters, kwargs = np.zeros(25, int), metrics[:1], np.zeros((6, 3), int), {}
+    elif clusters == "classes":
+        owner, M, test_clusters, kwargs = y, metrics, np.tile(np.arange(3), (6, 1)), {"clusters": y}
+    else:
+        owner = (X[:, 0] > np.median(X[:, 0])).astype(int)
+        M, rows = metrics[:2], np.array([0, 1, 1, 0, 1, 0])
+        test_clusters = np.repeat(rows[:, None], 3, axis=1)
+        kwargs = {"clusters": owner, "test_clusters": rows}
+    rule = {"test_targets": test_targets, "test_margin": test_margin}
+    expected = energies_by_loops(X, y, targets, 0.5, M, X_test, owner, test_clusters, **rule)
+    got = energies(X, y, targets, 0.5, M if clusters != "one" else M[0], X_test, **kwargs, **rule)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    default = energies_by_loops(X, y, targets, 0.5, M, X_test, owner, test_clusters)
+    assert np.abs(got - default).max() > 1e-3
+
+
+def test_metric_targets_are_the_learned_nearest(data):
+    # a metric that ignores the second feature: the test point's targets are the nearest in the
+    # first and third features, not the Euclidean ones
+    X, y, targets, X_test, rng = data
+    M = np.diag([1.0, 0.0, 1.0])
+    model = energy_module.EnergyModel.build(X, y, targets, 0.5, M, test_targets="metric")
+    near = model._test_targets(X_test)
+    for c in range(3):
+        members = np.flatnonzero(y == c)
+        d = np.sum((X[members][None, :, [0, 2]] - X_test[:, None, [0, 2]]) ** 2, axis=2)
+        np.testing.assert_array_equal(near[:, c], members[np.argsort(d, axis=1, kind="stable")[:, :2]])
+    euclid = energy_module.nearest_per_class(X_test, X, y.astype(np.intp), 3, 2)
+    assert np.any(near != euclid)
+
+
+@pytest.mark.parametrize("rule, match", [({"test_targets": "cosine"}, "test_targets must be one of"),
+                                         ({"test_margin": -1.0}, "test_margin must be a finite"),
+                                         ({"test_margin": np.nan}, "test_margin must be a finite"),
+                                         ({"test_margin": "1"}, "test_margin must be a finite")])
+def test_bad_rule_is_refused(data, rule, match):
+    X, y, targets, X_test, rng = data
+    with pytest.raises(ValueError, match=match):
+        energies(X, y, targets, 0.5, np.eye(3), X_test, **rule)
+
+
 @pytest.mark.parametrize("multi", [False, True])
 def test_tiny_blocks_equal_one_block(data, monkeypatch, multi):
     X, y, targets, X_test, rng = data
@@ -199,6 +252,21 @@ def test_predictions_are_the_argmin_of_the_brute_force(iris_split):
     np.testing.assert_allclose(model.energy(X_test[:20]), expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(model.predict(X_test[:20]), np.argmin(expected, axis=1))
     np.testing.assert_array_equal(model.decision_function(X_test[:20]), -model.energy(X_test[:20]))
+
+
+def test_estimator_passes_the_rule_on(iris_split):
+    # the reference code's rule (learned targets, margin 0) through the estimator, against loops
+    X, y, X_test, _ = iris_split
+    rule = {"test_targets": "metric", "test_margin": 0.0}
+    model = EnergyClassifier(LMNN(k=2, mu=0.5), **rule).fit(X, y)
+    problem = model.learner_.result_.certificate.problem
+    expected = energies_by_loops(X, y, problem.targets, 0.5, model.learner_.metric_[None],
+                                 X_test[:20], np.zeros(75, int), np.zeros((20, 3), int), **rule)
+    np.testing.assert_allclose(model.energy(X_test[:20]), expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="test_margin"):
+        EnergyClassifier(Euclidean(), test_margin=-0.5).fit(X, y)
+    with pytest.raises(ValueError, match="test_targets"):
+        EnergyClassifier(Euclidean(), test_targets="mahalanobis").fit(X, y)
 
 
 @pytest.mark.parametrize("by_sign", [False, True], ids=["class-clusters", "sign-clusters"])

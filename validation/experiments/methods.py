@@ -218,6 +218,13 @@ METHODS: dict[str, Method] = {
     "energy": classifier(lambda **p: fast_solver.EnergyClassifier(fast_solver.LMNN(**p)),
                          gate=("lmnn", "energy"), description="energy classification (eq. 15)",
                          **LMNN_PARAMS),
+    "energy-matlab": classifier(
+        lambda test_targets, test_margin, **p: fast_solver.EnergyClassifier(
+            fast_solver.LMNN(**p), test_targets=test_targets, test_margin=test_margin),
+        gate=("lmnn", "energy"), test_targets="metric", test_margin=0.0,
+        description="energy classification by the authors' MATLAB rule (sec. 3.5: test targets "
+                    "by the learned metric, no margin on the test point's perimeter)",
+        **LMNN_PARAMS),
     "multipass": transformer(fast_solver.MultiPassLMNN, gate=("lmnn",), max_passes=3,
                              description="multi-pass LMNN (sec. 5.1), 3 passes", **LMNN_PARAMS),
     "multimetric": Method(multi_metric_fit, {**LMNN_PARAMS, "clusters": "classes"},

@@ -114,6 +114,23 @@ def test_multi_metric_task_runs_and_is_certified():
     assert row["stats"]["converged"] and 0 <= row["train_loo_error"] <= 0.2
 
 
+def test_energy_matlab_is_the_authors_rule_on_the_lmnn_metric():
+    # the method's predictions are eq. 15 with test targets by the metric and margin 0, at the
+    # certified LMNN metric
+    import fast_solver
+    split = load_split("iris", 0, max_rows=45)
+    params = methods.method_params("energy-matlab", 1e-6)
+    fitted = methods.method("energy-matlab").fit(split.Z_train, split.y_train, params)
+    lmnn = fast_solver.LMNN(k=3, mu=0.5, tol=1e-6).fit(split.Z_train, split.y_train)
+    problem = lmnn.result_.certificate.problem
+    rule = {"test_targets": "metric", "test_margin": 0.0}
+    E = fast_solver.energies(problem.X, problem.y, problem.targets, 0.5, lmnn.metric_,
+                             split.Z_test, **rule)
+    np.testing.assert_array_equal(fitted.predict(split.Z_test), problem.classes[E.argmin(1)])
+    assert params["test_targets"] == "metric" and params["test_margin"] == 0.0
+    assert fitted.stats["converged"]
+
+
 def test_a_classifier_has_no_leave_one_out_error():
     fitted = Fitted({}, predict=lambda X: np.zeros(len(X), dtype=int))
     test, loo = evaluate(fitted, np.zeros((4, 2)), np.array([0, 0, 1, 1]), np.zeros((3, 2)),
