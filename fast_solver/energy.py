@@ -21,7 +21,7 @@ the unit margin to the training radii but not to the test point's).
 
 Every impostor counts (no sampling). The work runs on tiles of test points by
 training points within ``BLOCK_BYTES``; the second term comes from per-test-point
-histograms of the impostor distances against the sorted radii ``1 + D(t, j)``.
+histograms of the impostor distances against the sorted radii ``test_margin + D(t, j)``.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def impostor_sums(D, codes, radii, sorted_radii, count, total, own):  # pragma: 
     """Second term of eq. 15, accumulated over one chunk of training columns.
 
     ``D`` (b, s) distances to the chunk, ``codes`` (s,) their classes, ``radii`` (b, K, k)
-    ``1 + D(t, j)``, ``sorted_radii`` (b, K k) the same sorted per row. A column with
+    ``test_margin + D(t, j)``, ``sorted_radii`` (b, K k) the same sorted per row. A column with
     ``p`` radii at most ``D`` adds 1 to ``count[t, p]`` and ``D`` to ``total[t, p]`` (so
     a cumulative sum gives the hinge over all columns at each radius); ``own`` (b, K, k)
     collects the hinge of columns of the radius's own class, which are not impostors."""
