@@ -4,8 +4,9 @@
 method): the number of finished splits, test and leave-one-out training error in percent
 (mean and sample standard deviation, ddof = 1; NaN with one split), Table 1's test error
 (``validation.experiments.paper``), the mean fit time, the mean number of active
-triplets and the largest certified gap where the method has them, and how many of its
-tasks did not finish. ``write_tables`` writes ``results.md`` and ``results.csv``; the
+triplets and the largest certified gap where the method has them, how many of its fits
+stopped without proving their tolerance (``converged`` false: the row is kept, its gap is
+what was proved), and how many of its tasks did not finish. ``write_tables`` writes ``results.md`` and ``results.csv``; the
 Markdown also lists every unfinished task with its status and reason.
 """
 
@@ -22,7 +23,7 @@ from validation.experiments.protocol import DATASETS, K, MU
 
 COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
            "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",
-           "active_triplets_mean", "certified_gap_max", "not_finished")
+           "active_triplets_mean", "certified_gap_max", "not_converged", "not_finished")
 
 
 def mean_std(values) -> tuple[float, float]:
@@ -57,6 +58,7 @@ def _line(dataset: str, method_name: str, group: list[dict]) -> dict:
         "fit_seconds_mean": mean_std([row["fit_seconds"] for row in ok])[0],
         "active_triplets_mean": mean_std(active)[0] if active else None,
         "certified_gap_max": max(gaps) if gaps else None,
+        "not_converged": sum(row["stats"].get("converged") is False for row in ok),
         "not_finished": len(group) - len(ok),
     }
 
@@ -104,7 +106,8 @@ def _markdown_line(line: dict) -> str:
              _number(line["paper_test_error"], ".2f"),
              _pm(line["train_loo_error_mean"], line["train_loo_error_std"]),
              _number(line["fit_seconds_mean"], ".3g"), _number(line["active_triplets_mean"], ",.0f"),
-             _number(line["certified_gap_max"], ".2g")]
+             _number(line["certified_gap_max"], ".2g")
+             + (f" ({line['not_converged']} not converged)" if line["not_converged"] else "")]
     return "| " + " | ".join(cells) + " |"
 
 

@@ -35,9 +35,19 @@ def test_summary_in_percent_beside_table_1():
     assert lmnn["test_error_mean"] == pytest.approx(3.0)
     assert lmnn["test_error_std"] == pytest.approx(math.sqrt(2.0))
     assert lmnn["paper_test_error"] == 3.60 and lmnn["certified_gap_max"] == 5e-7
-    assert lmnn["active_triplets_mean"] == 200
+    assert lmnn["active_triplets_mean"] == 200 and lmnn["not_converged"] == 0
     assert svm["paper_test_error"] == 3.45 and math.isnan(svm["train_loo_error_mean"])
     assert svm["active_triplets_mean"] is None
+
+
+def test_fits_that_stopped_short_are_counted_beside_the_gap(tmp_path):
+    # a fit that hit its iteration limit keeps its row; the report says so beside the gap
+    rows = [row("letters", "multimetric", 0, 0.03, stats={"certified_gap": 9e-7, "converged": True}),
+            row("letters", "multimetric", 1, 0.02, stats={"certified_gap": 4e-6, "converged": False})]
+    [line] = summarise(rows)
+    assert line["not_converged"] == 1 and line["certified_gap_max"] == 4e-6
+    md, _ = write_tables(rows, tmp_path)
+    assert "| 4e-06 (1 not converged) |" in md.read_text()
 
 
 def test_markdown_and_csv(tmp_path):
