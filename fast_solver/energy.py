@@ -27,6 +27,7 @@ histograms of the impostor distances against the sorted radii ``test_margin + D(
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from numba import njit, prange
@@ -100,8 +101,8 @@ class EnergyModel:
         """The training side of ``problem`` (its data, targets and mu) under ``metrics``."""
         if test_targets not in TEST_TARGETS:
             raise ValueError(f"test_targets must be one of {TEST_TARGETS}, got {test_targets!r}.")
-        if (isinstance(test_margin, bool) or not np.isscalar(test_margin)
-                or not np.isreal(test_margin) or not test_margin >= 0 or not np.isfinite(test_margin)):
+        if (isinstance(test_margin, bool) or not isinstance(test_margin, Real)
+                or not 0 <= test_margin < np.inf):
             raise ValueError(f"test_margin must be a finite number >= 0, got {test_margin!r}.")
         M = np.asarray(metrics)
         if clusters is None and M.ndim == 3:
@@ -145,8 +146,7 @@ class EnergyModel:
         """Eq. 15 for a block of test points ``T`` (b, d); ``metric_of`` (b, K) is the metric
         measuring ``D(i, t)`` under each label; training points in chunks of ``cols``."""
         p, b = self.problem, len(T)
-        near = self._test_targets(T)
-        target_d = self._target_distances(T, near)  # (b, K, k)
+        _, target_d = self._test_targets(T)  # (b, K, k)
         radii = self.test_margin + target_d
         order = np.argsort(radii.reshape(b, -1), axis=1)
         sorted_radii = np.ascontiguousarray(np.take_along_axis(radii.reshape(b, -1), order, 1))
@@ -173,14 +173,16 @@ class EnergyModel:
         invasions = chosen.sum(axis=2) - np.diagonal(chosen, axis1=1, axis2=2)
         return (1.0 - p.mu) * target_d.sum(axis=2) + p.mu * (impostors + invasions)
 
-    def _test_targets(self, T: np.ndarray) -> np.ndarray:
+    def _test_targets(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``N_c(t)``: indices (b, K, k) of the ``k`` training points of each class nearest to
-        each row of ``T`` (b, d), ties to the smaller index; Euclidean, or with ``"metric"``
-        by ``D(t, j)`` under ``M_{c(j)}``, searched cluster by cluster in the space ``L_g x``."""
+        each row of ``T`` (b, d), ties to the smaller index, and their ``D(t, j)`` (b, K, k);
+        Euclidean, or with ``"metric"`` by ``D(t, j)`` under ``M_{c(j)}``, searched cluster by
+        cluster in the space ``L_g x``."""
         p = self.problem
         K = len(p.classes)
         if self.test_targets == "euclidean":
-            return nearest_per_class(T, p.X, p.label_codes, K, p.k)
+            near = nearest_per_class(T, p.X, p.label_codes, K, p.k)
+            return near, self._target_distances(T, near)
         found = []
         for g in np.unique(self.clusters):
             members = np.flatnonzero(self.clusters == g)
@@ -191,7 +193,8 @@ class EnergyModel:
         distances = self._target_distances(T, np.maximum(candidates, 0))
         distances[candidates < 0] = np.inf
         order = np.lexsort((candidates, distances))[..., :p.k]
-        return np.take_along_axis(candidates, order, axis=2)
+        return (np.take_along_axis(candidates, order, axis=2),
+                np.take_along_axis(distances, order, axis=2))
 
     def _target_distances(self, T: np.ndarray, near: np.ndarray) -> np.ndarray:
         """``D(t, j)`` (b, K, k) for ``j = near[t, c, r]`` with ``M_{c(j)}``, from differences."""

@@ -161,7 +161,6 @@ def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
     return out
 
 
-
 @njit(parallel=True, cache=True)
 def ray_coefficients(Z, Y, clusters, targets, ptr, impostors, target_c, pair_c):  # pragma: no cover
     """Distances along ``Z + t Y``: for every target pair ``(i, targets[i, a])`` into
@@ -189,6 +188,14 @@ def ray_coefficients(Z, Y, clusters, targets, ptr, impostors, target_c, pair_c):
 
 
 @njit(cache=True)
+def _huber(h, gamma):  # pragma: no cover - compiled
+    """The smoothed hinge ``s(h)``: 0, ``h^2 / (2 gamma)`` on ``(0, gamma)``, ``h - gamma / 2``."""
+    if h <= 0.0:
+        return 0.0
+    return h - 0.5 * gamma if h >= gamma else 0.5 * h * h / gamma
+
+
+@njit(cache=True)
 def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
     """``s(h + dh) - s(h)`` for the smoothed hinge ``s`` (``fast_solver.smoothed``), free of
     cancellation when both ends lie on one piece."""
@@ -199,9 +206,7 @@ def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
         return dh
     if 0.0 < h < gamma and 0.0 < e < gamma:
         return dh * (h + 0.5 * dh) / gamma
-    s_e = 0.0 if e <= 0.0 else (e - 0.5 * gamma if e >= gamma else 0.5 * e * e / gamma)
-    s_h = 0.0 if h <= 0.0 else (h - 0.5 * gamma if h >= gamma else 0.5 * h * h / gamma)
-    return s_e - s_h
+    return _huber(e, gamma) - _huber(h, gamma)
 
 
 @njit(parallel=True, cache=True)

@@ -113,7 +113,7 @@ def test_metric_targets_are_the_learned_nearest(data):
     X, y, targets, X_test, rng = data
     M = np.diag([1.0, 0.0, 1.0])
     model = energy_module.EnergyModel.build(X, y, targets, 0.5, M, test_targets="metric")
-    near = model._test_targets(X_test)
+    near, _ = model._test_targets(X_test)
     for c in range(3):
         members = np.flatnonzero(y == c)
         d = np.sum((X[members][None, :, [0, 2]] - X_test[:, None, [0, 2]]) ** 2, axis=2)

@@ -6,8 +6,9 @@ method): the number of finished splits, test and leave-one-out training error in
 (``validation.experiments.paper``), the mean fit time, the mean number of active
 triplets and the largest certified gap where the method has them, how many of its fits
 stopped without proving their tolerance (``converged`` false: the row is kept, its gap is
-what was proved), and how many of its tasks did not finish. ``write_tables`` writes ``results.md`` and ``results.csv``; the
-Markdown also lists every unfinished task with its status and reason.
+what was proved), and how many of its tasks did not finish. ``write_tables`` writes
+``results.md`` and ``results.csv``; the Markdown also lists every unfinished task with its
+status and reason.
 """
 
 from __future__ import annotations
