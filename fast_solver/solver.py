@@ -5,8 +5,9 @@ every size"); size only picks block sizes and threads. It solves eq. 14 and,
 with ``clusters``, multi-metric LMNN (sec. 5.2, eq. 16: one metric per cluster,
 the distance to a point measured by its cluster's metric); LMNN is the case of
 one cluster, so both run the same code, every step below applied per cluster
-(``L`` is (C, r, r), and the bound's scale into the dual cone is the smallest
-over the clusters).
+(``L`` is (C, r, r); the estimate that steers the stages scales all multipliers by
+the smallest of the clusters' scales into the dual cone, the certificate each
+cluster's impostor multipliers by its own).
 
 1. **Coordinates.** The data range whitened by the pull matrix
    (``fast_solver.whitening``): the problem and every step are the same for any

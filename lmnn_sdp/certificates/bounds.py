@@ -15,14 +15,24 @@ the problem, weak duality gives ``opt >= sum_t lambda_t`` as soon as every
 is PSD (multi-metric LMNN, sec. 5.2, the dual derived in ``lmnn_sdp.formulations.sdp``;
 single-metric LMNN is the case of one cluster, ``Z = (1-mu) P - sum_t lambda_t
 (C_il - C_ij)``). Triplets are checked to be genuine and distinct, multipliers
-are clipped into the box, then scaled by the largest ``alpha`` in [0, 1] that keeps
-every ``Z_c(alpha lambda) = A_c - alpha Q_c`` PSD, so the bound is
-``alpha * sum(lambda)`` and no solver status is ever trusted.
+are clipped into the box, then each is scaled by ``alpha_{c(l)}`` in [0, 1], the scale
+of its impostor's cluster, so the bound is ``sum_t alpha_{c(l_t)} lambda_t`` and no
+solver status is ever trusted. With ``N_c = sum_{t: c(l)=c} lambda_t C_il`` and
+``R_{c,c'} = sum_{t: c(j)=c, c(l)=c'} lambda_t C_ij``, the scaled dual matrices are
 
-``alpha_c`` comes in closed form from the generalized eigenvalue problem
-``Q_c u = theta (A_c - s_c I) u`` when ``A_c - s_c I`` is positive definite, and by
-bisection otherwise; ``alpha = min_c alpha_c`` (each feasible set is an interval
-containing 0). The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from
+    Z_c(alpha) = A_c - alpha_c N_c + sum_c' alpha_c' R_{c,c'},   A_c = (1-mu) P_c.
+
+One cluster's scale is the largest ``alpha_c`` that keeps ``Z_c`` PSD with the others
+fixed: in closed form from the generalized eigenvalue problem ``Q u = theta (B - s_c I) u``
+(``B`` the fixed part, ``Q = N_c - R_{c,c}``) when ``B - s_c I`` is positive definite,
+by bisection otherwise. Sweeps over the clusters lower the scales until one sweep finds
+every ``Z_c`` PSD as it stands (``_cluster_scales``), so the scales are checked together.
+Every scale only falls, and never below the single scale that would serve all clusters
+(a scale that keeps every ``Z_c`` PSD keeps each fixed part larger), so the bound is at
+least that of one ``alpha`` for all; it costs ``(1 - alpha_c)`` of the impostor
+multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them
+(one metric per class on letters: one near-singular class metric no longer scales the
+multipliers of the other 25). The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from
 ``O(n)``-term sums and its eigenvalues computed in floating point, so we demand a
 computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
 sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
@@ -50,7 +60,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, pull_matrices, reduced_space
+from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, pair_scatter, pull_matrices, reduced_space
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
 from lmnn_sdp.core.psd import check_psd, project_psd
 
@@ -80,9 +90,11 @@ def boxed_multipliers(multipliers, n_triplets: int, mu: float) -> np.ndarray:
 class DualBound:
     """What ``dual_lower_bound`` proves from a set of multipliers."""
 
-    lower: float  # alpha * sum(lambda) after clipping and dropping
-    alpha: float  # the scale into the dual cone
-    min_eig_dual: float  # smallest computed eigenvalue of Z_c(alpha lambda) over the clusters
+    lower: float  # sum_t alpha_{c(l_t)} lambda_t after clipping and dropping
+    alpha: float  # the smallest scale into the dual cone over the clusters
+    min_eig_dual: float  # smallest computed eigenvalue of Z_c over the clusters, scaled
+    multiplier_sum: float  # sum(lambda) after clipping and dropping, before scaling
+    scales: tuple  # alpha_c of every cluster
     singular_clusters: tuple = ()  # clusters whose pull matrix is singular on the data range
     n_dropped: int = 0  # impostor multipliers set to 0 for them
 
@@ -109,8 +121,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     Returns
     -------
     DualBound
-        ``alpha * sum(lambda)`` with the largest ``alpha`` in [0, 1] that keeps every
-        ``Z_c(alpha lambda)`` PSD with the rounding allowance (module docstring).
+        ``sum_t alpha_{c(l_t)} lambda_t`` with scales ``alpha_c`` in [0, 1] that keep every
+        ``Z_c`` PSD with the rounding allowance (module docstring).
     """
     space = space or reduced_space(problem)
     t = check_triplets(triplets, problem.n_samples)
@@ -124,16 +136,61 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     shift = _allowance(problem, space, owner, A, t, lam)
     singular, drop = _singular(A, shift, owner, t)
     lam = np.where(drop, 0.0, lam)
-    Q = _multiplier_scatter(Xr, owner, t, lam, C)
+    N = _grouped_scatter(Xr, t[:, 0], t[:, 2], lam, owner[t[:, 2]], C)
+    R = _grouped_scatter(Xr, t[:, 0], t[:, 1], lam, owner[t[:, 1]] * C + owner[t[:, 2]], C * C)
+    R = R.reshape(C, C, *A.shape[1:])
     impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
     checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
-    alpha = min((largest_feasible_scale(A[c], Q[c], shift[c]) for c in checked), default=1.0)
-    while alpha > 0 and (failing := [c for c in checked
-                                     if np.linalg.eigvalsh(A[c] - alpha * Q[c])[0] < shift[c]]):
-        alpha = min(bisect_feasible_scale(A[c], Q[c], shift[c], hi=alpha) for c in failing)
-    min_eig = min(float(np.linalg.eigvalsh(A[c] - alpha * Q[c])[0]) for c in range(C))
-    return DualBound(lower=float(alpha * lam.sum()), alpha=float(alpha), min_eig_dual=min_eig,
+    alpha = _cluster_scales(A, N, R, shift, checked)
+    min_eig = min(float(np.linalg.eigvalsh(_scaled_dual(A, N, R, alpha, c))[0]) for c in range(C))
+    return DualBound(lower=float(alpha @ impostors), alpha=float(alpha.min()), min_eig_dual=min_eig,
+                     multiplier_sum=float(lam.sum()), scales=tuple(alpha.tolist()),
                      singular_clusters=tuple(singular), n_dropped=int(np.sum(drop)))
+
+
+SCALE_SWEEPS = 100  # sweeps of ``_cluster_scales`` before it settles for one scale for all
+_UNDERSHOOT = 1e-12  # relative: with several clusters checked, a lowered scale stays this far
+# inside its boundary, so that lowering the others by less does not undo it and the sweeps end
+
+
+def _cluster_scales(A: np.ndarray, N: np.ndarray, R: np.ndarray, shift: np.ndarray,
+                    checked: list) -> np.ndarray:
+    """Scales ``alpha`` (C,) in [0, 1] with every ``Z_c(alpha)`` PSD up to ``shift``
+    (module docstring); ``A``, ``N`` (C, r, r), ``R`` (C, C, r, r), only the ``checked``
+    clusters can fail. Gauss-Seidel sweeps lower each failing cluster's scale given the
+    others; a sweep in which every checked ``Z_c`` passes as it stands proves them all at
+    once. Without one within ``SCALE_SWEEPS``, the one scale for all clusters."""
+    alpha = np.ones(len(A))
+    undershoot = _UNDERSHOOT if len(checked) > 1 else 0.0
+    for _ in range(SCALE_SWEEPS):
+        lowered = False
+        for c in checked:
+            Z = _scaled_dual(A, N, R, alpha, c)
+            if np.linalg.eigvalsh(Z)[0] >= shift[c]:
+                continue
+            fixed = Z + alpha[c] * (N[c] - R[c, c])
+            alpha[c] = _feasible_below(fixed, N[c] - R[c, c], shift[c], alpha[c]) * (1 - undershoot)
+            lowered = True
+        if not lowered:
+            return alpha
+    Q = N - np.einsum("cdrs->crs", R)
+    common = _feasible_below(A[checked[0]], Q[checked[0]], shift[checked[0]], 1.0)
+    while (failing := [c for c in checked if np.linalg.eigvalsh(A[c] - common * Q[c])[0] < shift[c]]):
+        common = min(_feasible_below(A[c], Q[c], shift[c], common) for c in failing)
+    return np.full(len(A), common)
+
+
+def _feasible_below(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
+    """Largest ``alpha`` in [0, ``hi``] with ``A - alpha Q - shift I`` PSD, checked."""
+    alpha = min(hi, largest_feasible_scale(A, Q, shift))
+    if np.linalg.eigvalsh(A - alpha * Q)[0] < shift:
+        alpha = bisect_feasible_scale(A, Q, shift, hi=alpha)
+    return alpha
+
+
+def _scaled_dual(A: np.ndarray, N: np.ndarray, R: np.ndarray, alpha: np.ndarray, c: int) -> np.ndarray:
+    """``Z_c(alpha) = A_c - alpha_c N_c + sum_c' alpha_c' R_{c,c'}`` (r, r)."""
+    return A[c] - alpha[c] * N[c] + np.tensordot(alpha, R[c], axes=1)
 
 
 REPAIR_ROUNDS = 3  # linear programmes of ``repair_multipliers``
@@ -286,6 +343,18 @@ def _singular(A: np.ndarray, shift: np.ndarray, owner: np.ndarray, t: np.ndarray
     (T,) of the triplets whose impostor lies in one of them."""
     singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
     return singular, np.isin(owner[t[:, 2]], singular)
+
+
+def _grouped_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, group: np.ndarray,
+                     G: int) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` over the pairs of each group ``group[p]`` in
+    ``0..G-1``: (G, r, r), each through the Laplacian of the points its pairs touch."""
+    out = np.zeros((G, Xr.shape[1], Xr.shape[1]))
+    for g in np.unique(group):
+        m = group == g
+        points, inverse = np.unique(np.concatenate([a[m], b[m]]), return_inverse=True)
+        out[g] = pair_scatter(Xr[points], inverse[:m.sum()], inverse[m.sum():], w[m])
+    return out
 
 
 def _multiplier_scatter(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,

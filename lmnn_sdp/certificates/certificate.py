@@ -45,9 +45,10 @@ class Certificate:
     clusters : ndarray of int, shape (n,), or None
         Cluster of each point for multi-metric LMNN (eq. 16); None for LMNN.
     dual_scale : float
-        ``alpha``, the scale that put the multipliers into the dual cone.
+        ``alpha``, the scale that put the multipliers into the dual cone (with clusters, the
+        smallest of the clusters' scales, ``bounds.dual_lower_bound``).
     min_eig_metric, min_eig_dual : float
-        Smallest eigenvalue of the metric(s) as given and of ``Z(alpha lambda)``.
+        Smallest eigenvalue of the metric(s) as given and of the scaled ``Z_c``.
     n_free : int
         Multipliers left free in the complementary-slackness SDP (0 if given).
     singular_clusters : tuple, n_dropped : int
@@ -196,7 +197,7 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     multipliers = np.asarray(multipliers, dtype=float)
     bound = dual_lower_bound(problem, triplets, multipliers, space, clusters)
     if repair and bound.alpha < 1.0 and relative_gap(upper, bound.lower) > tol:
-        scaling_cost = bound.lower * (1 / bound.alpha - 1) if bound.alpha > 0 else np.inf
+        scaling_cost = bound.multiplier_sum - bound.lower
         repaired = repair_multipliers(problem, triplets, multipliers, space, clusters,
                                       max_decrease=scaling_cost)
         better = dual_lower_bound(problem, triplets, repaired, space, clusters)

@@ -288,15 +288,3 @@ def test_prove_keeps_the_repaired_multipliers_as_its_evidence():
     assert cert.lower > dual_lower_bound(p, t, lam).lower
     assert np.all(cert.multipliers <= lam) and not np.array_equal(cert.multipliers, lam)
     assert cert.verify().lower == pytest.approx(cert.lower, rel=1e-12)
-
-
-def test_repair_certifies_raw_wine_class_metrics_that_the_scale_could_not():
-    """Built-in wine-n80-k2-mu0.2, one metric per class: the SDP's multipliers sum to the
-    optimum, but scaling them into the cone proved only 7.2e-6 (exact gap before repair)."""
-    from validation.instances import builtin_instances
-    problem = next(i for i in builtin_instances() if i.name == "wine-n80-k2-mu0.2").problem()
-    result = solve_mm_lmnn(problem, method="aggregated", tol=1e-7)
-    assert result.certificate.certified and result.relative_gap <= 1e-7
-    plain = dual_lower_bound(problem, result.certificate.triplets, result.multipliers, None,
-                             problem.label_codes)
-    assert relative_gap(result.upper, plain.lower) > 1e-6

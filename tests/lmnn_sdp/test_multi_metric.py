@@ -8,7 +8,8 @@ import pytest
 from sklearn.cluster import KMeans
 
 from lmnn_sdp import LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
-from lmnn_sdp.certificates.bounds import dual_lower_bound
+from lmnn_sdp.certificates import bounds
+from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.core.problem import distance_matrix, leave_one_out_error
 from validation.datasets import load_bundled
 from validation.instances import concentric_circles
@@ -130,19 +131,63 @@ def test_bounds_bracket_the_optimum_over_many_random_instances():
         assert dual_lower_bound(p, t, lam, clusters=clusters).lower <= optimum.upper * (1 + 1e-9)
 
 
-def test_scaled_multipliers_are_dual_feasible_and_the_scale_is_maximal():
+def common_scale(p: LMNNProblem, clusters, triplets, lam) -> float:
+    """The largest one ``alpha`` for all clusters with every ``Z_c(alpha lambda)`` PSD, by
+    bisection on the brute-force matrices (up to 1e-12 of their size)."""
+    def feasible(alpha):
+        return all(np.linalg.eigvalsh(z)[0] >= -1e-12 * np.abs(z).max()
+                   for z in brute_dual_matrices(p, clusters, triplets, alpha * lam))
+    lo, hi = 0.0, 1.0
+    if feasible(hi):
+        return hi
+    for _ in range(50):
+        lo, hi = ((lo + hi) / 2, hi) if feasible((lo + hi) / 2) else (lo, (lo + hi) / 2)
+    return lo
+
+
+def test_scaled_multipliers_are_dual_feasible_and_each_scale_is_maximal():
     for seed in range(8):
         p, clusters, _ = random_instance(200 + seed, n=10, d=3, mu=[0.2, 0.5, 0.8][seed % 3])
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.3)
         bound = dual_lower_bound(p, t, lam, clusters=clusters)
-        assert bound.lower == pytest.approx(bound.alpha * lam.sum())
-        Z = brute_dual_matrices(p, clusters, t, bound.alpha * lam)
+        scales = np.array(bound.scales)
+        assert bound.alpha == scales.min() and bound.multiplier_sum == pytest.approx(lam.sum())
+        assert bound.lower == pytest.approx(scales[clusters[t[:, 2]]] @ lam)
+        Z = brute_dual_matrices(p, clusters, t, scales[clusters[t[:, 2]]] * lam)
         assert min(np.linalg.eigvalsh(z)[0] for z in Z) >= -1e-9
-        if bound.alpha < 1:  # a slightly larger common scale leaves the dual cone
-            Z = brute_dual_matrices(p, clusters, t, bound.alpha * 1.001 * lam)
-            assert min(np.linalg.eigvalsh(z)[0] for z in Z) < 0
+        for c in np.flatnonzero(scales < 1):  # each scale is the largest the others allow
+            raised = scales.copy()
+            raised[c] = min(1.0, 1.001 * raised[c] + 1e-6)
+            Z = brute_dual_matrices(p, clusters, t, raised[clusters[t[:, 2]]] * lam)
+            assert np.linalg.eigvalsh(Z[c])[0] < 0
+        assert bound.lower >= common_scale(p, clusters, t, lam) * lam.sum() * (1 - 1e-9)
+
+
+def test_sweeps_that_do_not_settle_fall_back_to_one_scale_for_all(monkeypatch):
+    monkeypatch.setattr(bounds, "SCALE_SWEEPS", 0)
+    for seed in range(4):
+        p, clusters, _ = random_instance(300 + seed, n=10, d=3, mu=0.8)
+        t = p.all_triplets()
+        lam = np.random.default_rng(seed).uniform(0, p.mu, size=len(t))
+        bound = dual_lower_bound(p, t, lam, clusters=clusters)
+        assert bound.alpha < 1 and len(set(bound.scales)) == 1
+        assert bound.lower == pytest.approx(common_scale(p, clusters, t, lam) * lam.sum(), rel=1e-6)
+
+
+def test_cluster_scales_certify_raw_wine_class_metrics_that_one_scale_could_not():
+    """Built-in wine-n80-k2-mu0.2, one metric per class: the SDP's multipliers sum to the
+    optimum, but one scale for all three clusters proves only 7.2e-6; a scale per cluster
+    pays only for the impostor multipliers of the cluster whose ``Z_c`` leaves the cone."""
+    from validation.instances import builtin_instances
+    problem = next(i for i in builtin_instances() if i.name == "wine-n80-k2-mu0.2").problem()
+    clusters = problem.label_codes
+    result = solve_mm_lmnn(problem, method="aggregated", tol=1e-7)
+    t, lam = result.certificate.triplets, np.clip(result.multipliers, 0, problem.mu)
+    bound = dual_lower_bound(problem, t, lam, None, clusters)
+    assert relative_gap(result.upper, bound.lower) <= 1e-7
+    assert relative_gap(result.upper, common_scale(problem, clusters, t, lam) * lam.sum()) > 1e-6
 
 
 def test_certify_closes_the_gap_at_the_optimum_and_not_at_the_identity():
