@@ -391,6 +391,8 @@ class _Run:
         self.timings["total"] = time.perf_counter() - self.start_time
         if not certificate.certified and message.startswith("converged"):
             message = "not converged: " + message
+        if certificate.certified and not message.startswith("converged"):
+            message = "converged: the certified gap is below tol (proved at the iteration limit)"
         if not certificate.certified and certificate.singular_clusters:
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points or binary "
