@@ -32,8 +32,8 @@ Every scale only falls, and never below the single scale that would serve all cl
 least that of one ``alpha`` for all; it costs ``(1 - alpha_c)`` of the impostor
 multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them (raw
 wine, one metric per class: a gap of 7.2e-6 with one scale, 2.1e-8 with a scale each).
-The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums and its eigenvalues computed in floating point, so we demand a
-computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
+The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums
+and its eigenvalues computed in floating point, so we demand a computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
 sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
 errors. All of it runs in a reduced space (``core.space.reduced_space`` by default,
 or any basis of the data range such as the fast solver's whitened coordinates),
