@@ -59,7 +59,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, pair_scatter, pull_matrices, reduced_space
+from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, reduced_space
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
 from lmnn_sdp.core.psd import check_psd, project_psd
 
@@ -135,8 +135,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     shift = _allowance(problem, space, owner, A, t, lam)
     singular, drop = _singular(A, shift, owner, t)
     lam = np.where(drop, 0.0, lam)
-    N = _grouped_scatter(Xr, t[:, 0], t[:, 2], lam, owner[t[:, 2]], C)
-    R = _grouped_scatter(Xr, t[:, 0], t[:, 1], lam, owner[t[:, 1]] * C + owner[t[:, 2]], C * C)
+    N = grouped_scatter(Xr, t[:, 0], t[:, 2], lam, owner[t[:, 2]], C)
+    R = grouped_scatter(Xr, t[:, 0], t[:, 1], lam, owner[t[:, 1]] * C + owner[t[:, 2]], C * C)
     R = R.reshape(C, C, *A.shape[1:])
     impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
     checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
@@ -343,18 +343,6 @@ def _singular(A: np.ndarray, shift: np.ndarray, owner: np.ndarray, t: np.ndarray
     (T,) of the triplets whose impostor lies in one of them."""
     singular = [c for c in range(len(A)) if np.linalg.eigvalsh(A[c])[0] <= shift[c]]
     return singular, np.isin(owner[t[:, 2]], singular)
-
-
-def _grouped_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, group: np.ndarray,
-                     G: int) -> np.ndarray:
-    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` over the pairs of each group ``group[p]`` in
-    ``0..G-1``: (G, r, r), each through the Laplacian of the points its pairs touch."""
-    out = np.zeros((G, Xr.shape[1], Xr.shape[1]))
-    for g in np.unique(group):
-        m = group == g
-        points, inverse = np.unique(np.concatenate([a[m], b[m]]), return_inverse=True)
-        out[g] = pair_scatter(Xr[points], inverse[:m.sum()], inverse[m.sum():], w[m])
-    return out
 
 
 def _multiplier_scatter(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,

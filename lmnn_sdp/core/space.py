@@ -70,10 +70,23 @@ def pull_matrices(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray) 
 def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
                     C: int) -> np.ndarray:
     """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` grouped by the cluster ``owner[b_p]``: (C, r, r)."""
-    if C == 1:
-        return pair_scatter(Xr, a, b, w)[None]
-    group = owner[b]
-    return np.stack([pair_scatter(Xr, a[m], b[m], w[m]) for m in (group == c for c in range(C))])
+    return grouped_scatter(Xr, a, b, w, owner[b], C)
+
+
+def grouped_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray, group: np.ndarray,
+                    G: int) -> np.ndarray:
+    """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` over the pairs of each group ``group[p]`` in
+    ``0..G-1``: (G, r, r). The pairs are sorted by group once, and each group's Laplacian
+    spans only the points its pairs touch (many small groups cost what one large one does)."""
+    out = np.zeros((G, Xr.shape[1], Xr.shape[1]))
+    order = np.argsort(group, kind="stable")
+    ends = np.searchsorted(group[order], np.arange(G + 1))
+    for g in range(G):
+        s = order[ends[g]:ends[g + 1]]
+        if len(s):
+            points, inverse = np.unique(np.concatenate([a[s], b[s]]), return_inverse=True)
+            out[g] = pair_scatter(Xr[points], inverse[:len(s)], inverse[len(s):], w[s])
+    return out
 
 
 def pair_scatter(Xr: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:

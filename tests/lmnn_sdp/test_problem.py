@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import lmnn_sdp.core.problem as problem_module
-from lmnn_sdp.core.space import pair_scatter
+from lmnn_sdp.core.space import grouped_scatter, pair_scatter
 from lmnn_sdp.core.problem import LMNNProblem
 
 
@@ -121,6 +121,19 @@ def test_scatters_match_outer_product_sums():
     a, b = np.r_[t[:, 0], t[:, 0]], np.r_[t[:, 2], t[:, 1]]
     scatter = pair_scatter(p.X, a, b, np.r_[w, -w])  # the sums of the dual matrix
     np.testing.assert_allclose(scatter, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_grouped_scatter_sums_each_groups_outer_products():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 3))
+    a, b = rng.integers(0, 20, size=50), rng.integers(0, 20, size=50)
+    w, group = rng.normal(size=50), rng.integers(0, 5, size=50)
+    group[group == 3] = 4  # an empty group gives zeros
+    out = grouped_scatter(X, a, b, w, group, 6)
+    for g in range(6):
+        expected = sum((wp * np.outer(X[ap] - X[bp], X[ap] - X[bp])
+                        for ap, bp, wp, gp in zip(a, b, w, group) if gp == g), np.zeros((3, 3)))
+        np.testing.assert_allclose(out[g], expected, rtol=1e-10, atol=1e-10)
 
 
 def test_triplet_margins_are_exact_for_duplicates():
