@@ -13,8 +13,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import kernel_lmca
-from fast_solver.kernel_lmca import (KernelLMCA, TrainingKernel, initial_coefficients, kernel_lmca_loss,
-                                     kernel_product, make_kernel, solve_kernel_lmca)
+from fast_solver.kernel_lmca import (KERNEL_MEMORY, KernelLMCA, TrainingKernel, initial_coefficients,
+                                     kernel_lmca_loss, kernel_product, make_kernel, solve_kernel_lmca)
 from fast_solver.lmca import LMCA, lmca_loss
 from lmnn_sdp.core.problem import LMNNProblem
 
@@ -88,12 +88,16 @@ def test_blockwise_products_equal_dense_ones(blobs, monkeypatch):
     np.testing.assert_allclose(poly(A, problem.X), polynomial_kernel(A, problem.X, 3, 0.5, 2.0))
 
 
-def test_kernel_pca_start_is_the_same_dense_or_blockwise(blobs):
+@pytest.mark.parametrize("memory, dense_rows", [(0, 2000), (KERNEL_MEMORY, 0)], ids=["blockwise", "kept"])
+def test_kernel_pca_start_is_the_same_dense_or_by_lanczos(blobs, monkeypatch, memory, dense_rows):
     problem = blobs
     kernel = make_kernel("rbf", 3, gamma=0.1)
-    kept, blockwise = TrainingKernel(kernel, problem.X), TrainingKernel(kernel, problem.X, memory=0)
+    kept, other = TrainingKernel(kernel, problem.X), TrainingKernel(kernel, problem.X, memory=memory)
     Z_dense = kept.dot(initial_coefficients(problem, kept, 3, "kpca").T)
-    Z_lanczos = blockwise.dot(initial_coefficients(problem, blockwise, 3, "kpca").T)
+    monkeypatch.setattr(kernel_lmca, "DENSE_KPCA_ROWS", dense_rows)
+    monkeypatch.setattr(np.linalg, "eigh", None)  # the Lanczos path must not decompose densely
+    Z_lanczos = other.dot(initial_coefficients(problem, other, 3, "kpca").T)
+    monkeypatch.undo()
     distances = lambda Z: np.sum((Z[:, None] - Z[None]) ** 2, axis=2)  # per-axis signs do not matter
     np.testing.assert_allclose(distances(Z_lanczos), distances(Z_dense), rtol=1e-6, atol=1e-9)
     Kc = kept.matrix - kept.matrix.mean(0) - kept.matrix.mean(1)[:, None] + kept.matrix.mean()
