@@ -363,22 +363,18 @@ class _Run:
         return relative_gap(self.upper.value, self.lower.value)
 
     def _certificate(self) -> Certificate:
-        """The rigorous certificate of the best metric and the best multipliers (``lmnn_sdp.certificates.bounds``).
-
-        The upper bound is eq. 14 at the best metric as evaluated right after an
-        exact search (every active triplet in the set, distances in the whitened
-        space, where they equal those of the inputs up to rounding). LMNN is proved
-        in the whitened coordinates, multi-metric LMNN in ``lmnn_sdp``'s reduced space."""
+        """The rigorous certificate of the best metric and the best multipliers
+        (``lmnn_sdp.certificates.prove``): eq. 14 evaluated anew on the inputs with its
+        rounding bound, the lower bound proved in the sphered data range."""
         tic = time.perf_counter()
         w = self.whitening
         metrics = w.lift(self.upper.metric)
-        if w.singular:  # killable impostors were left out: push them out, evaluate eq. 14 anew
+        if w.singular:  # killable impostors were left out: push them out
             metrics = w.push_out(self.problem, metrics)
         single = self.clusters is None
         self.certificate = prove(self.problem, metrics[0] if single else metrics,
                                  self.lower.triplets, self.lower.multipliers, clusters=self.clusters,
-                                 tol=self.tol, space=w.spaces[0] if single and not w.singular else None,
-                                 upper=None if w.singular else self.upper.value)
+                                 tol=self.tol)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
@@ -402,6 +398,11 @@ class _Run:
             message = "not converged: " + message
         if certificate.certified and not message.startswith("converged"):
             message = "converged: the certified gap is below tol (proved at the iteration limit)"
+        if certificate.refused:
+            message += f"; {certificate.refused}"
+        elif not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
+            message += (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
+                        f"float64 (its largest eigenvalue is {np.linalg.eigvalsh(certificate.metric)[..., -1].max():.3g})")
         if not certificate.certified and certificate.singular_clusters:
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points or binary "

@@ -2,13 +2,14 @@
 
 eq. 14 sees the inputs only through differences ``x_a - x_b``, which lie in the
 span of the centred inputs (rank ``r``). With ``V`` (d, r) an orthonormal basis
-of that span and ``P_r = V^T P V = Q E Q^T`` the pull matrix there, the solver
-works on
+of that span, ``S`` (r, r) the singular values of ``X_c V`` (so ``X_c V S^{-1}`` is
+sphered: the data covariance is the identity) and ``P_r = Q E Q^T`` the pull matrix
+in those sphered coordinates, the solver works on
 
-    x_w = B^T V^T x_c,   B = Q E^{-1/2}   (so that  B^T P_r B = I_r),
+    x_w = B^T S^{-1} V^T x_c,   B = Q E^{-1/2}   (so that  B^T P_r B = I_r),
 
 and a metric ``M_w`` (r, r) on ``x_w`` is the metric ``M = W M_w W^T`` on the inputs,
-``W = V B`` (d, r). The map is exact (``D_M(x, z) = D_{M_w}(x_w, z_w)``), so the
+``W = V S^{-1} B`` (d, r). The map is exact (``D_M(x, z) = D_{M_w}(x_w, z_w)``), so the
 optimum over ``M_w`` is the optimum over ``M``; what it buys is invariance: any
 invertible linear map of the inputs, feature scaling included, gives the same
 whitened problem, so the step sizes, the starting scale and the smoothing widths
@@ -16,8 +17,9 @@ of the solver do not depend on the units of the data.
 
 With one metric per cluster (sec. 5.2) each cluster ``c`` gets its own ``B_c`` from
 its pull matrix ``P_c``. Where ``P_c`` is singular on the data range (null space
-``N_c``: eigenvalues below ``NULL_RTOL = 1e-14`` of the largest of all clusters, which
-is rounding, so badly scaled inputs keep every direction), ``M_c`` grows on ``N_c`` at no cost and pushes out every
+``N_c``: eigenvalues below ``NULL_RTOL = 1e-9`` of the largest of all clusters in the
+sphered coordinates, so that neither rounding nor features of very different scales
+decide it), ``M_c`` grows on ``N_c`` at no cost and pushes out every
 impostor of ``c`` with a component there ("killable"); the solver then works on the
 range of ``P_c`` only (``Q`` and ``E`` restricted to it, ``B_c`` padded with zero
 columns to ``r``), leaves the killable pairs (``lmnn_sdp.core.clusters.killable_pairs``)
@@ -35,9 +37,9 @@ import numpy as np
 
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.clusters import ClusterSpaces, cluster_spaces, killable_pairs, push_out_of_null_spaces
-from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
+from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
-NULL_RTOL = 1e-14  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
+NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
 
 @dataclass(frozen=True)
 class Whitening(ReducedSpace):
@@ -55,7 +57,7 @@ class Whitening(ReducedSpace):
     pull : ndarray of shape (r, r)
         ``W^T P W``: the identity on the range of ``P`` (up to rounding), zero on the padding.
     null : ndarray of shape (r, r - rank(P))
-        Orthonormal basis of the null space ``N`` of ``P`` in the coordinates ``X_c V``.
+        Orthonormal basis of the null space ``N`` of ``P`` in the sphered coordinates.
     """
 
     inverse: np.ndarray
@@ -87,7 +89,8 @@ class ClusterWhitening:
     inputs : ndarray of shape (C, n, r)
         ``x_w`` of every point in every cluster's coordinates.
     reduced : ReducedSpace
-        ``X_c V`` (n, r), the orthonormal coordinates of the data range.
+        ``X_c V S^{-1}`` (n, r), the sphered coordinates of the data range
+        (``lmnn_sdp.core.space.sphered_space``).
     cspaces : lmnn_sdp.core.clusters.ClusterSpaces
         Range and null space of every ``P_c`` in those coordinates.
     """
@@ -136,28 +139,29 @@ def whiten(problem: LMNNProblem) -> Whitening:
 def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhitening:
     """Each cluster's coordinates (module docstring); ``clusters`` (n,) checked
     (``core.problem.check_clusters``)."""
-    V = data_range(problem)
-    reduced = ReducedSpace(basis=V, inputs=problem.X_centered @ V)
+    reduced = sphered_space(problem)
     pulls = pull_matrices(problem, reduced, clusters)
     if not pulls.any():
         raise ValueError("every point coincides with its target neighbours, so the pull term of "
                          "eq. 14 vanishes and the problem has no minimiser; choose other targets.")
     cspaces = cluster_spaces(pulls, rtol=NULL_RTOL)
-    inputs = np.zeros((len(pulls), problem.n_samples, V.shape[1]))
+    inputs = np.zeros((len(pulls), problem.n_samples, reduced.rank))
     spaces = []
+    to_reduced = np.linalg.pinv(reduced.basis)  # (r, d): S V^T
     for c, (pull, U) in enumerate(zip(pulls, cspaces.bases)):
         if U.shape[1] == 0:
             raise ValueError(f"no target neighbour of any point lies in cluster {c} (or they all "
                              "coincide), so its metric has no pull term and no minimiser; use "
                              "fewer clusters.")
         w = np.einsum("rm,rs,sm->m", U, pull, U)
-        B = np.zeros((V.shape[1], V.shape[1]))
+        B = np.zeros((reduced.rank, reduced.rank))
         B[:, :len(w)] = U / np.sqrt(w)
         np.matmul(reduced.inputs, B, out=inputs[c])
         inverse = np.zeros_like(B)
         inverse[:len(w)] = (U * np.sqrt(w)).T
         whitened_pull = B.T @ pull @ B
-        spaces.append(Whitening(inputs=inputs[c], basis=V @ B, inverse=inverse @ V.T,
+        spaces.append(Whitening(inputs=inputs[c], basis=reduced.basis @ B,
+                                inverse=inverse @ to_reduced,
                                 pull=(whitened_pull + whitened_pull.T) / 2, null=cspaces.nulls[c]))
     return ClusterWhitening(spaces=tuple(spaces), clusters=clusters, inputs=inputs, reduced=reduced,
                             cspaces=cspaces)

@@ -35,12 +35,10 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     if (triplets is None) != (multipliers is None):
         raise ValueError("pass triplets and multipliers together, or neither.")
     space = space or reduced_space(problem)
-    n_free = 0
     if triplets is None:
         clusters = None if clusters is None else check_clusters(problem, clusters)
         M = check_candidate_metric(problem, M, clusters)[0]
         owner, metrics = cluster_owner(problem, clusters), M if clusters is not None else M[None]
-        triplets, multipliers, n_free, _ = complementary_multipliers(
+        triplets, multipliers, _, _ = complementary_multipliers(
             problem, space, owner, metrics, band, solver, solver_options)
-    return prove(problem, M, triplets, multipliers, clusters=clusters, tol=tol, space=space,
-                 n_free=n_free)
+    return prove(problem, M, triplets, multipliers, clusters=clusters, tol=tol)

@@ -169,15 +169,17 @@ def run_exact(args: argparse.Namespace) -> int:
 
 # -- corpus ----------------------------------------------------------------------
 def add_corpus_parser(subparsers) -> None:
-    """``corpus build|check``: the certified corpus (``validation.corpus``)."""
+    """``corpus build|check|refresh``: the certified corpus (``validation.corpus``)."""
     command = _add_command(
         subparsers, "corpus", "build or re-verify the corpus of certified instances",
         "The corpus of certified instances for solver regression tests. 'build' solves and "
         "certifies the built-in suite into --dir; 'check' re-verifies every stored certificate "
-        "and exits 1 naming any that fails.",
+        "and exits 1 naming any that fails; 'refresh' re-proves the stored evidence (no solve) "
+        "and saves it in the current format.",
     )
-    command.add_argument("action", choices=["build", "check"],
-                         help="build: solve and certify; check: re-verify the stored certificates")
+    command.add_argument("action", choices=["build", "check", "refresh"],
+                         help="build: solve and certify; check: re-verify the stored certificates; "
+                              "refresh: re-prove the stored evidence in the current format")
     command.add_argument("--dir", type=Path, default=corpus.CORPUS_DIR,
                          help="corpus folder (default: the one shipped in validation/corpus)")
     command.add_argument("--tol", type=float, default=1e-6,
@@ -190,6 +192,10 @@ def run_corpus(args: argparse.Namespace) -> int:
     if args.action == "build":
         manifest = corpus.build(args.dir)
         print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
+        return 0
+    if args.action == "refresh":
+        manifest = corpus.refresh(args.dir)
+        print(f"re-proved {len(manifest['instances'])} instances in {args.dir}")
         return 0
     try:
         checked = corpus.check(args.dir, tol=args.tol)

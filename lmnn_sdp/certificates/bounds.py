@@ -35,9 +35,11 @@ wine, one metric per class: a gap of 7.2e-6 with one scale, 2.1e-8 with a scale 
 The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums
 and its eigenvalues computed in floating point, so we demand a computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
 sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
-errors. All of it runs in a reduced space (``core.space.reduced_space`` by default,
+errors. All of it runs in a reduced space (``core.space.sphered_space`` by default,
 or any basis of the data range such as the fast solver's whitened coordinates),
-where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there.
+where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
+use the sphered data range (``core.space.sphered_space``), the same for every solver, so
+that ``verify`` re-derives a bound in the coordinates that proved it.
 
 Two exact facts keep singular clusters certifiable. A cluster with no positive
 impostor multiplier has ``Z_c`` a nonnegative sum of outer products, PSD for every
@@ -59,9 +61,9 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, reduced_space
+from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, sphered_space
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
-from lmnn_sdp.core.psd import check_psd, project_psd
+from lmnn_sdp.core.psd import check_psd
 
 _EPS = np.finfo(float).eps
 _BLOCK = 1 << 16  # triplets per block of difference vectors
@@ -111,8 +113,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     multipliers : array-like, shape (T,)
         Clipped into ``[0, mu]`` first.
     space : ReducedSpace, optional
-        Coordinates of the data range to work in; ``core.space.reduced_space(problem)``
-        by default.
+        Coordinates of the data range to work in; ``core.space.sphered_space(problem)``
+        by default (the coordinates of every certificate).
     clusters : array-like of int, shape (n,), optional
         Cluster of each point for multi-metric LMNN (eq. 16); ``None`` is single-metric
         LMNN, the case of one cluster.
@@ -123,7 +125,7 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
         ``sum_t alpha_{c(l_t)} lambda_t`` with scales ``alpha_c`` in [0, 1] that keep every
         ``Z_c`` PSD with the rounding allowance (module docstring).
     """
-    space = space or reduced_space(problem)
+    space = space or sphered_space(problem)
     t = check_triplets(triplets, problem.n_samples)
     lam = boxed_multipliers(multipliers, len(t), problem.mu)
     keep = lam > 0
@@ -224,7 +226,7 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     better repair, as when every direction is short) is not taken. Other arguments as for
     ``dual_lower_bound``; zeros stay in place, so the result aligns with ``triplets``.
     """
-    space = space or reduced_space(problem)
+    space = space or sphered_space(problem)
     t = check_triplets(triplets, problem.n_samples)
     lam = boxed_multipliers(multipliers, len(t), problem.mu)
     owner = cluster_owner(problem, clusters)
@@ -394,15 +396,16 @@ def check_candidate_metric(problem: LMNNProblem, M, clusters=None):
     """Validate a candidate metric (d, d), or with ``clusters`` (n,) the metrics (C, d, d),
     one per cluster (eq. 16): finite, symmetric, PSD up to rounding.
 
-    Eigenvalues in ``[-1e-8 max|M|, 0)`` are rounding and set to 0 (``core.psd.check_psd``), so the
-    upper bound is the objective of a feasible metric. Returns ``(M, min_eig)``
-    with ``min_eig`` the smallest eigenvalue of the matrices as given."""
+    Eigenvalues in ``[-1e-8 max|M|, 0)`` are rounding (``core.psd.check_psd``); the metric is
+    kept as given, and the upper bound's rounding bound covers the distance to the PSD cone
+    (``core.rounding``), so that ``verify`` evaluates exactly the matrix that was proved.
+    Returns ``(M, min_eig)`` with ``min_eig`` the smallest eigenvalue of the matrices."""
     M = np.asarray(M)
     if clusters is None:
         if M.ndim != 2:
             raise ValueError(f"M must be one metric of shape (d, d), got {M.shape}; pass "
                              "clusters for one metric per cluster.")
-        return _check_one_metric(problem, M)
+        return check_psd(problem.check_metric(M))
     C = int(check_clusters(problem, clusters).max()) + 1
     if M.ndim != 3 or len(M) != C:
         raise ValueError(f"metrics must have shape (n_clusters, d, d) with n_clusters={C}, "
@@ -410,12 +413,7 @@ def check_candidate_metric(problem: LMNNProblem, M, clusters=None):
     checked = []
     for c in range(C):
         try:
-            checked.append(_check_one_metric(problem, M[c]))
+            checked.append(check_psd(problem.check_metric(M[c])))
         except ValueError as err:
             raise ValueError(f"metrics[{c}]: {err}") from None
     return np.stack([m for m, _ in checked]), float(min(e for _, e in checked))
-
-
-def _check_one_metric(problem: LMNNProblem, M) -> tuple[np.ndarray, float]:
-    M, smallest = check_psd(problem.check_metric(M))
-    return (project_psd(M) if smallest < 0 else M), smallest

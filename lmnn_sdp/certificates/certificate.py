@@ -1,9 +1,10 @@
 """Certificates of LMNN and multi-metric LMNN: bounds, the evidence that proves them, a file.
 
 A ``Certificate`` states ``upper`` (eq. 14, or sec. 5.2's objective, at the metric),
-``lower`` (a rigorous lower bound on the optimum, ``bounds.dual_lower_bound``),
-``relative_gap`` and ``certified`` (``relative_gap <= tol``), and carries what
-proves them: the problem, the metric(s), the triplets and their multipliers.
+``lower`` (a rigorous lower bound on the optimum, ``bounds.dual_lower_bound``), a bound
+on the rounding of each (``lmnn_sdp.core.rounding``), ``relative_gap`` (with the rounding
+counted against it) and ``certified``, and carries what proves them: the problem, the
+metric(s), the triplets and their positive multipliers.
 ``verify()`` re-derives both bounds from that evidence alone, numpy and scipy
 only, and refuses any stored number the evidence does not reproduce;
 ``save``/``load`` write and read it in the corpus format (``storage``), so a
@@ -21,7 +22,7 @@ from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.bounds import (check_candidate_metric, dual_lower_bound, relative_gap,
                                           repair_multipliers)
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
-from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.rounding import summation
 
 KINDS = ("lmnn", "multi-metric-lmnn")
 
@@ -32,27 +33,38 @@ class Certificate:
 
     Attributes
     ----------
-    upper, lower, relative_gap : float
-        ``eps(metric)``, a rigorous lower bound on the optimum, ``(upper - lower) / upper``.
+    upper, upper_error : float
+        ``eps(metric)`` as computed and a bound on its rounding: ``upper + upper_error`` is
+        at least ``eps`` at a PSD metric within rounding of ``metric``
+        (``lmnn_sdp.core.rounding``).
+    lower, lower_error : float
+        A lower bound on the optimum proved by the multipliers (``bounds.dual_lower_bound``)
+        and a bound on the rounding of its sum: the optimum is at least ``lower - lower_error``.
+    relative_gap : float
+        ``(U - L) / U`` with ``U = upper + upper_error`` and ``L = lower - lower_error``: a
+        bound on ``(eps(metric) - opt) / eps(metric)`` that no rounding can undercut.
     certified : bool
-        ``relative_gap <= tol``.
+        ``relative_gap <= tol`` and an independent evaluation of eq. 14 (``independent_check``)
+        agrees with ``upper`` to within the two rounding bounds.
+    refused : str
+        Why the certificate is not certified although ``relative_gap <= tol``; "" otherwise.
     tol : float
     metric : ndarray of shape (d, d), or (C, d, d) with ``clusters``
     triplets : ndarray of int, shape (T, 3)
     multipliers : ndarray of shape (T,)
-        The evidence: ``dual_lower_bound(problem, triplets, multipliers)`` proves ``lower``.
+        The evidence: the triplets with a positive multiplier, and those multipliers;
+        ``dual_lower_bound(problem, triplets, multipliers)`` proves ``lower``.
     problem : LMNNProblem
     clusters : ndarray of int, shape (n,), or None
         Cluster of each point for multi-metric LMNN (eq. 16); None for LMNN.
-    dual_scale : float
-        ``alpha``, the scale that put the multipliers into the dual cone (with clusters, the
-        smallest of the clusters' scales, ``bounds.dual_lower_bound``).
-    min_eig_metric, min_eig_dual : float
-        Smallest eigenvalue of the metric(s) as given and of the scaled ``Z_c``.
-    n_free : int
-        Multipliers left free in the complementary-slackness SDP (0 if given).
-    singular_clusters : tuple, n_dropped : int
-        Clusters with a singular pull matrix and the impostor multipliers dropped for them.
+    min_eig_metric : float or None
+        Smallest eigenvalue of the metric(s) as given (None when only loaded; ``verify``
+        re-derives it).
+    dual_scale, min_eig_dual : float or None; singular_clusters : tuple; n_dropped : int
+        How the lower bound was proved, in the coordinates the proof used (the smallest
+        scale into the dual cone, the smallest eigenvalue of the scaled ``Z_c``, clusters
+        with a singular pull matrix and the impostor multipliers dropped for them). Not
+        saved and not claims: ``verify`` returns a certificate with its own.
     status : {"computed", "loaded", "verified"}
         Where the numbers come from: proved here, read from a file (not yet checked), or
         re-derived by ``verify``.
@@ -70,10 +82,12 @@ class Certificate:
     multipliers: np.ndarray
     problem: LMNNProblem
     clusters: np.ndarray | None = None
-    dual_scale: float = 1.0
-    min_eig_metric: float = 0.0
-    min_eig_dual: float = 0.0
-    n_free: int = 0
+    upper_error: float = 0.0
+    lower_error: float = 0.0
+    refused: str = ""
+    dual_scale: float | None = None
+    min_eig_metric: float | None = None
+    min_eig_dual: float | None = None
     singular_clusters: tuple = ()
     n_dropped: int = 0
     status: str = "computed"
@@ -85,59 +99,76 @@ class Certificate:
 
     @property
     def n_multipliers(self) -> int:
-        return len(self.triplets)
+        """Number of positive multipliers in the evidence."""
+        return int(np.count_nonzero(self.multipliers > 0))
 
     def __repr__(self) -> str:
         verdict = "certified" if self.certified else "NOT certified"
         singular = f", singular_clusters={self.singular_clusters}" if self.singular_clusters else ""
-        return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g}, "
-                f"lower={self.lower:.10g}, relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, "
-                f"alpha={self.dual_scale:.6g}, multipliers={self.n_multipliers}{singular}, "
-                f"status={self.status!r})")
+        alpha = "" if self.dual_scale is None else f"alpha={self.dual_scale:.6g}, "
+        return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g} "
+                f"(+-{self.upper_error:.2g}), lower={self.lower:.10g}, "
+                f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, {alpha}"
+                f"multipliers={self.n_multipliers}{singular}, status={self.status!r})")
 
     def verify(self, rtol: float = 1e-9) -> Certificate:
         """Re-derive the certificate from its evidence alone and check every stated number.
 
-        Returns the re-derived certificate; a ValueError names the first number the
-        evidence does not reproduce (``upper`` beyond ``rtol``), does not prove
-        (``lower``), or that contradicts the others (``relative_gap``, ``certified``)."""
+        ``upper`` must agree with eq. 14 re-evaluated at ``metric``, and with an
+        independent evaluation (``independent_check``), to within the rounding bounds of
+        both; ``upper_error`` and ``lower_error`` must be at least half of their
+        re-derived values (the bounds carry a factor 2 to spare); ``lower`` must be proved
+        by the multipliers (to ``rtol``); ``relative_gap`` and ``certified`` must follow
+        from these and ``tol``; ``min_eig_metric``, when stated, must be reproduced to
+        ``rtol``. Returns the re-derived certificate;
+        a ValueError names the first stated number the evidence does not support."""
         start = time.perf_counter()
         fresh = prove(self.problem, self.metric, self.triplets, self.multipliers,
-                      clusters=self.clusters, tol=self.tol, repair=False)
+                      clusters=self.clusters, tol=self.tol, repair=False, check=False)
         slack = lambda value: rtol * max(1.0, abs(value))  # noqa: E731
-        if abs(fresh.upper - self.upper) > slack(self.upper):
-            raise ValueError(f"certificate refused: the metric's objective is {fresh.upper!r}, "
-                             f"not the stated upper={self.upper!r}.")
+        if not abs(fresh.upper - self.upper) <= self.upper_error + fresh.upper_error:
+            raise ValueError(f"certificate refused: the metric's objective is {fresh.upper!r} "
+                             f"(+-{fresh.upper_error:.3g}), not the stated upper={self.upper!r} "
+                             f"(+-{self.upper_error:.3g}).")
+        disagreement = independent_check(self.problem, self.metric, self.clusters, self.upper,
+                                         self.upper_error)
+        if disagreement:
+            raise ValueError(f"certificate refused: {disagreement}")
+        for name in ("upper_error", "lower_error"):
+            if not getattr(self, name) >= 0.5 * getattr(fresh, name):
+                raise ValueError(f"certificate refused: the stated {name}={getattr(self, name)!r} "
+                                 f"is below the rounding bound {getattr(fresh, name)!r}.")
         if fresh.lower < self.lower - slack(self.lower):
             raise ValueError(f"certificate refused: the multipliers prove lower={fresh.lower!r}, "
                              f"less than the stated lower={self.lower!r}.")
-        gap = relative_gap(self.upper, self.lower)
+        gap = relative_gap(self.upper + self.upper_error, self.lower - self.lower_error)
         if not np.isclose(gap, self.relative_gap, rtol=rtol, atol=0.0):
-            raise ValueError(f"certificate refused: upper and lower give relative_gap={gap!r}, "
-                             f"not the stated {self.relative_gap!r}.")
-        if self.certified != bool(gap <= self.tol):
+            raise ValueError(f"certificate refused: upper and lower with their rounding give "
+                             f"relative_gap={gap!r}, not the stated {self.relative_gap!r}.")
+        if self.certified != bool(gap <= self.tol and not self.refused):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
                              f"relative_gap={gap:.3g} and tol={self.tol:g}.")
+        stated = self.min_eig_metric
+        if stated is not None and not abs(stated - fresh.min_eig_metric) <= slack(fresh.min_eig_metric):
+            raise ValueError(f"certificate refused: the metric's smallest eigenvalue is "
+                             f"{fresh.min_eig_metric!r}, not the stated min_eig_metric={stated!r}.")
         return replace(fresh, status="verified", timings={"verify": time.perf_counter() - start})
 
     def record(self) -> tuple[dict, dict]:
-        """``(arrays, fields)`` of the corpus format (``validation/corpus/README.md``);
-        triplets with multiplier 0 are left out, since they prove nothing."""
+        """``(arrays, fields)`` of the corpus format (``validation/corpus/README.md``)."""
         p = self.problem
-        keep = self.multipliers > 0
         arrays = {"X": p.X, "y": p.label_codes.astype(np.int64),
                   "targets": p.targets.astype(np.int64), "mu": np.float64(p.mu),
-                  "M": self.metric, "triplets": self.triplets[keep].astype(np.int64),
-                  "multipliers": self.multipliers[keep]}
+                  "M": self.metric, "triplets": self.triplets.astype(np.int64),
+                  "multipliers": self.multipliers}
         fields = {"problem": self.kind, "n": p.n_samples, "d": p.n_features, "k": p.k,
                   "mu": p.mu, "classes": len(p.classes), "triplets": p.n_triplets}
         if self.clusters is not None:
             arrays["clusters"] = self.clusters.astype(np.int64)
             fields["clusters"] = int(self.clusters.max()) + 1
-        fields.update(upper=self.upper, lower=self.lower, relative_gap=self.relative_gap,
-                      certified=self.certified, tol=self.tol, dual_scale=self.dual_scale,
-                      min_eig_metric=self.min_eig_metric, min_eig_dual=self.min_eig_dual,
-                      n_free=self.n_free)
+        fields.update(upper=self.upper, upper_error=self.upper_error, lower=self.lower,
+                      lower_error=self.lower_error, relative_gap=self.relative_gap,
+                      certified=self.certified, refused=self.refused, tol=self.tol)
         return arrays, fields
 
     def save(self, path) -> tuple:
@@ -164,50 +195,68 @@ class Certificate:
             if fields.get(name) != value:
                 raise ValueError(f"{path}: the fields say {name}={fields.get(name)!r} but the "
                                  f"arrays give {value!r}; the certificate is refused.")
-        return cls(upper=fields["upper"], lower=fields["lower"],
-                   relative_gap=fields["relative_gap"], certified=fields["certified"],
-                   tol=fields["tol"], metric=arrays["M"], triplets=arrays["triplets"],
+        return cls(upper=fields["upper"], upper_error=fields["upper_error"], lower=fields["lower"],
+                   lower_error=fields["lower_error"], relative_gap=fields["relative_gap"],
+                   certified=fields["certified"], refused=fields["refused"], tol=fields["tol"],
+                   metric=arrays["M"], triplets=arrays["triplets"],
                    multipliers=arrays["multipliers"], problem=problem, clusters=clusters,
-                   dual_scale=fields["dual_scale"], min_eig_metric=fields["min_eig_metric"],
-                   min_eig_dual=fields["min_eig_dual"], n_free=fields["n_free"], status="loaded",
-                   timings={"load": time.perf_counter() - start})
+                   status="loaded", timings={"load": time.perf_counter() - start})
 
 
 def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
-          tol: float = 1e-6, space: ReducedSpace | None = None, upper: float | None = None,
-          n_free: int = 0, repair: bool = True) -> Certificate:
+          tol: float = 1e-6, repair: bool = True, check: bool = True) -> Certificate:
     """The certificate that ``multipliers`` on ``triplets`` (T, 3) give ``metric``.
 
     ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,) for multi-metric LMNN.
-    ``upper`` is the objective at ``metric`` when already evaluated exactly (the
-    fast solver evaluates it in its own coordinates right after an exact search);
-    by default it is computed here. ``space`` is passed to ``dual_lower_bound``. When the
+    ``upper`` is eq. 14 at ``metric`` evaluated on the centred inputs with its rounding
+    bound (``LMNNProblem.evaluate``); the lower bound is proved in the sphered data range
+    (``bounds.dual_lower_bound``'s default), where ``verify`` re-derives it. When the
     scale into the dual cone leaves the gap above ``tol`` and ``repair`` is True, the
     multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
-    proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``)."""
+    proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``).
+    With ``check`` (the default), a gap within ``tol`` is certified only after the
+    independent evaluation that ``verify`` makes agrees (``independent_check``)."""
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     start = time.perf_counter()
     if clusters is not None:
         clusters = check_clusters(problem, clusters)
     metric, min_eig = check_candidate_metric(problem, metric, clusters)
-    if upper is None:
-        upper = problem.objective(metric, clusters)
+    upper = problem.evaluate(metric, clusters)
     triplets = check_triplets(triplets, problem.n_samples)
     multipliers = np.asarray(multipliers, dtype=float)
-    bound = dual_lower_bound(problem, triplets, multipliers, space, clusters)
-    if repair and bound.alpha < 1.0 and relative_gap(upper, bound.lower) > tol:
+    bound = dual_lower_bound(problem, triplets, multipliers, clusters=clusters)
+    if repair and bound.alpha < 1.0 and relative_gap(upper.value, bound.lower) > tol:
         scaling_cost = bound.multiplier_sum - bound.lower
-        repaired = repair_multipliers(problem, triplets, multipliers, space, clusters,
+        repaired = repair_multipliers(problem, triplets, multipliers, clusters=clusters,
                                       max_decrease=scaling_cost)
-        better = dual_lower_bound(problem, triplets, repaired, space, clusters)
+        better = dual_lower_bound(problem, triplets, repaired, clusters=clusters)
         if better.lower > bound.lower:
             multipliers, bound = repaired, better
-    gap = relative_gap(upper, bound.lower)
-    return Certificate(upper=float(upper), lower=bound.lower, relative_gap=gap,
-                       certified=bool(gap <= tol), tol=float(tol), metric=metric,
-                       triplets=triplets, multipliers=multipliers, problem=problem,
-                       clusters=clusters, dual_scale=bound.alpha, min_eig_metric=min_eig,
-                       min_eig_dual=bound.min_eig_dual, n_free=n_free,
-                       singular_clusters=bound.singular_clusters, n_dropped=bound.n_dropped,
-                       timings={"prove": time.perf_counter() - start})
+    keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
+    lower_error = summation(len(triplets) + 2, bound.lower)
+    gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
+    refused = ""
+    if check and gap <= tol:
+        refused = independent_check(problem, metric, clusters, upper.value, upper.rounding)
+    return Certificate(upper=upper.value, upper_error=upper.rounding, lower=bound.lower,
+                       lower_error=lower_error, relative_gap=gap,
+                       certified=bool(gap <= tol and not refused), refused=refused,
+                       tol=float(tol), metric=metric, triplets=triplets[keep],
+                       multipliers=multipliers[keep], problem=problem, clusters=clusters,
+                       dual_scale=bound.alpha, min_eig_metric=min_eig,
+                       min_eig_dual=bound.min_eig_dual, singular_clusters=bound.singular_clusters,
+                       n_dropped=bound.n_dropped, timings={"prove": time.perf_counter() - start})
+
+
+def independent_check(problem: LMNNProblem, metric, clusters, upper: float,
+                      upper_error: float) -> str:
+    """"" when eq. 14 evaluated on the inputs less another origin
+    (``LMNNProblem.independent_origin``: every distance rounds differently) agrees with
+    ``upper`` to within ``upper_error`` plus its own rounding bound; else why not."""
+    other = problem.evaluate(metric, clusters, origin=problem.independent_origin())
+    if abs(other.value - upper) <= upper_error + other.rounding:
+        return ""
+    return (f"an independent evaluation of eq. 14 gives {other.value!r} (+-{other.rounding:.3g}), "
+            f"which differs from upper={upper!r} (+-{upper_error:.3g}) by more than their "
+            "rounding bounds.")

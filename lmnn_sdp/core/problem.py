@@ -18,11 +18,22 @@ A triplet is a row ``(i, j, l)`` of an integer array of shape ``(T, 3)``:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 
+from lmnn_sdp.core import rounding
+
 BLOCK_BYTES = 64 * 2**20  # memory budget of one block of pairwise distances
+
+
+@dataclass(frozen=True)
+class ObjectiveValue:
+    """eq. 14 as computed and a bound on its floating-point error (``LMNNProblem.evaluate``)."""
+
+    value: float
+    rounding: float
 
 
 class LMNNProblem:
@@ -90,16 +101,53 @@ class LMNNProblem:
     # ``D^(x_i, x_j) = (x_i - x_j)^T M_{c(j)} (x_i - x_j)``. LMNN is the case of one
     # cluster; every method below serves both.
     def objective(self, M, clusters=None) -> float:
-        """eps(M) of eq. 14, or of sec. 5.2 with ``clusters``, computed blockwise.
+        """eps(M) of eq. 14, or of sec. 5.2 with ``clusters``, computed blockwise (``evaluate``)."""
+        return self.evaluate(M, clusters).value
+
+    def evaluate(self, M, clusters=None, origin=None) -> ObjectiveValue:
+        """eq. 14 (or sec. 5.2's objective with ``clusters``) at ``M`` with a bound on its rounding.
 
         With clusters the target term uses ``M_{c(j)}`` and the impostor term ``M_{c(l)}``:
-        ``(1-mu) sum D^(x_i, x_j) + mu sum [1 + D^(x_i, x_j) - D^(x_i, x_l)]_+``."""
+        ``(1-mu) sum D^(x_i, x_j) + mu sum [1 + D^(x_i, x_j) - D^(x_i, x_l)]_+``. Distances
+        are computed on the inputs less ``origin`` (d,), the mean by default; another origin
+        (``independent_origin``) gives a numerically independent evaluation.
+
+        Returns
+        -------
+        ObjectiveValue
+            ``value`` and ``rounding``: ``|value - eps(M+)| <= rounding`` for a PSD ``M+``
+            within rounding of ``M`` (``lmnn_sdp.core.rounding``)."""
         metrics, owner = self.metrics(M, clusters)
-        target_d = self._target_distances(metrics, owner)
-        push = sum(float(np.sum(np.maximum(hinge, 0.0)))
-                   for _, hinge in self._hinge_blocks(metrics, owner, target_d))
+        Xo = self._Xc if origin is None else self.X - np.asarray(origin, dtype=float)
+        s, t, rho = rounding.metric_scales(metrics)
+        sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)  # (C, n) each
+        target_d = self._target_distances(metrics, owner, Xo)
+        c, rows = owner[self.targets], np.arange(self.n_samples)[:, None]
+        target_err = rounding.distance_rounding(sigma[c, rows], sigma[c, self.targets], tau[c, rows],
+                                                tau[c, self.targets], rho)
+        hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
+        push = push_err = 0.0
+        n_push = 0
+        for block, hinge in self._hinge_blocks(metrics, owner, target_d, Xo):
+            impostor_err = _impostor_rounding(rho, sigma, tau, owner, block)  # e_il, (b, n)
+            screen = hinge_err[block].max() + impostor_err.max()
+            b, j, l = np.nonzero(hinge > -screen)  # every triplet that can count, and a few more
+            h = hinge[b, j, l]
+            err = hinge_err[block[b], j] + impostor_err[b, l]
+            push += float(np.sum(np.maximum(h, 0.0)))
+            push_err += float(np.sum(err[h > -err]))
+            n_push += len(h)
         pull = float(np.sum(target_d))
-        return (1.0 - self.mu) * pull + self.mu * push
+        pull_err = float(np.sum(target_err)) + rounding.summation(target_d.size, float(np.sum(np.abs(target_d))))
+        push_err += rounding.summation(n_push + self.n_samples, push)
+        value = (1.0 - self.mu) * pull + self.mu * push
+        error = (1.0 - self.mu) * pull_err + self.mu * push_err + 4 * rounding.EPS * abs(value)
+        return ObjectiveValue(value, 1.01 * error)
+
+    def independent_origin(self) -> np.ndarray:
+        """The coordinatewise median of the inputs, shape (d,): the origin of an evaluation
+        whose roundings are independent of those at the mean (``evaluate``)."""
+        return np.median(self.X, axis=0)
 
     def pull_matrix(self) -> np.ndarray:
         """``sum_{i, j~>i} C_ij`` of shape (d, d), with ``C_ab = (x_a-x_b)(x_a-x_b)^T``."""
@@ -110,7 +158,7 @@ class LMNNProblem:
 
     def target_distances(self, M, clusters=None) -> np.ndarray:
         """``D_M(x_i, x_j)`` (or ``D^`` with clusters) for every target pair, shape (n, k)."""
-        return self._target_distances(*self.metrics(M, clusters))
+        return self._target_distances(*self.metrics(M, clusters), self._Xc)
 
     def triplet_margins(self, M, triplets, clusters=None) -> np.ndarray:
         """``1 + D_ij - D_il`` for triplets (T, 3); shape (T,).
@@ -143,7 +191,8 @@ class LMNNProblem:
             raise ValueError(f"band must be a finite number >= 0, got {band}.")
         metrics, owner = self.metrics(M, clusters)
         found = [np.empty((0, 3), dtype=np.intp)]
-        for rows, hinge in self._hinge_blocks(metrics, owner, self._target_distances(metrics, owner)):
+        target_d = self._target_distances(metrics, owner, self._Xc)
+        for rows, hinge in self._hinge_blocks(metrics, owner, target_d, self._Xc):
             b, r, l = np.nonzero(hinge > -band)
             found.append(np.column_stack([rows[b], self.targets[rows[b], r], l]).astype(np.intp))
         return np.concatenate(found)
@@ -192,17 +241,17 @@ class LMNNProblem:
             raise ValueError("M contains NaN or infinity.")
         return M
 
-    def _target_distances(self, metrics: np.ndarray, owner: np.ndarray) -> np.ndarray:
-        V = (self._Xc[:, None, :] - self._Xc[self.targets]).reshape(-1, self.n_features)
+    def _target_distances(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray) -> np.ndarray:
+        V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
         return _quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
-    def _hinge_blocks(self, metrics: np.ndarray, owner: np.ndarray,
-                      target_d: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _hinge_blocks(self, metrics: np.ndarray, owner: np.ndarray, target_d: np.ndarray,
+                      Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``(rows, hinge)`` with hinge (b, k, n) = ``1 + D_ij - D_il`` (eq. 14, or
         eq. 16 with column ``l`` measured by ``M_{c(l)}``), and -inf where ``l`` shares
         the label of ``i`` (so such pairs never count); ``target_d`` (n, k) are the target
-        distances at the same metrics."""
-        Xc, codes, n = self._Xc, self.label_codes, self.n_samples
+        distances at the same metrics, ``Xc`` (n, d) the inputs less an origin."""
+        codes, n = self.label_codes, self.n_samples
         sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
         own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
         members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
@@ -218,6 +267,18 @@ class LMNNProblem:
                                   - 2.0 * (Xc[rows] @ metrics[c]) @ Xc[cols].T)
             D[codes[rows, None] == codes[None, :]] = np.inf
             yield rows, 1.0 + target_d[rows, :, None] - D[:, None, :]
+
+def _impostor_rounding(rho: float, sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray,
+                       rows: np.ndarray) -> np.ndarray:
+    """``e_il`` of ``D^(x_i, x_l)`` (``lmnn_sdp.core.rounding``) for ``i`` in ``rows`` and every
+    ``l``, measured by ``M_c(l)``: (b, n)."""
+    if len(sigma) == 1:
+        return rounding.distance_rounding(sigma[0, rows, None], sigma[0, None, :],
+                                          tau[0, rows, None], tau[0, None, :], rho)
+    every = np.arange(sigma.shape[1])
+    return rounding.distance_rounding(sigma[:, rows].T[:, owner], sigma[owner, every],
+                                      tau[:, rows].T[:, owner], tau[owner, every], rho)
+
 
 def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` nearest same-class points of each point, shape (n, k).

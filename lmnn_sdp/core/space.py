@@ -59,6 +59,17 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=Xc @ basis)
 
 
+def sphered_space(problem: LMNNProblem) -> ReducedSpace:
+    """The data range in sphered coordinates ``X_c V S^{-1}`` (``S`` (r,) the singular values
+    of ``X_c V``): every direction of the data has the same spread, whatever the units of the
+    features, so ranks and eigenvalues decided there are decided by the targets, not by the
+    scales. The coordinates of every certificate's lower bound and of the fast solver's
+    whitening."""
+    V = data_range(problem)
+    basis = V / np.linalg.norm(problem.X_centered @ V, axis=0)
+    return ReducedSpace(basis=basis, inputs=problem.X_centered @ basis)
+
+
 def pull_matrices(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray) -> np.ndarray:
     """The pull matrices ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` in the coordinates of ``space``,
     for the cluster ``owner`` (n,) of each point; shape (C, r, r) (C = 1 for LMNN)."""

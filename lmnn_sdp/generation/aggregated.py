@@ -123,8 +123,7 @@ def _final_certificates(problem, space, clusters, metric, best, solver, tol) -> 
     3e-6 at 1e-3, 8e-7 at 3e-3)."""
     certificates = {}
     if best is not None and len(best[0]):
-        certificates["best round"] = prove(problem, metric, *best, clusters=clusters, tol=tol,
-                                           space=space)
+        certificates["best round"] = prove(problem, metric, *best, clusters=clusters, tol=tol)
     for band in CERTIFY_BANDS:
         if any(c.certified for c in certificates.values()):
             break

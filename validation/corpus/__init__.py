@@ -11,7 +11,9 @@ solver) and the versions that built them.
 
 ``build`` solves and certifies the built-in suite; ``check`` re-verifies every
 stored certificate with its own ``verify()``: the objective of the stored
-metric(s) and the bound proved by the stored evidence, against the stored numbers.
+metric(s) and the bound proved by the stored evidence, against the stored numbers;
+``refresh`` re-proves the stored evidence (metrics and multipliers, no solve) and saves
+it in the current format, for when the rules of a certificate change.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from lmnn_sdp import certificates
+from lmnn_sdp.certificates import storage
+from lmnn_sdp.certificates.certificate import prove
+from lmnn_sdp.core.problem import LMNNProblem
 from validation.corpus import lmnn, mmc, multi_metric
 from validation.corpus.mmc import MMCInstance, mmc_instances
 from validation.corpus.multi_metric import MMInstance, mm_instances
@@ -32,7 +37,7 @@ from validation.instances import Instance, builtin_instances
 
 CORPUS_DIR = Path(__file__).parent
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 OBJECTIVES = {"lmnn": lmnn.OBJECTIVE, "multi-metric-lmnn": multi_metric.OBJECTIVE,
               "mmc": mmc.OBJECTIVE, "mmc-diagonal": mmc.OBJECTIVE_DIAGONAL}
 CERTIFIERS = {Instance: lmnn.certify, MMInstance: multi_metric.certify,
@@ -59,6 +64,29 @@ def build(directory: Path = CORPUS_DIR, instances: list | None = None,
     manifest = {"format_version": FORMAT_VERSION,
                 "objectives": {p: text for p, text in OBJECTIVES.items() if p in used},
                 "versions": _versions(), "instances": entries}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def refresh(directory: Path = CORPUS_DIR, progress: bool = True) -> dict:
+    """Re-prove every stored certificate from its evidence alone (the stored metric(s),
+    triplets and multipliers, or MMC's tangents and multiplier; nothing is solved) and save
+    it in the current format; returns the manifest, whose ``versions`` gain ``refreshed``."""
+    directory = Path(directory)
+    manifest = load_manifest(directory)
+    for entry in tqdm(manifest["instances"], desc="refresh", disable=not progress):
+        path = directory / entry["name"]
+        if entry["problem"].startswith("mmc"):
+            certificates.load(path).verify().save(path)
+            continue
+        arrays, fields = storage.load(path)
+        problem = LMNNProblem(arrays["X"], arrays["y"], targets=arrays["targets"],
+                              mu=float(arrays["mu"]))
+        clusters = arrays.get("clusters")
+        prove(problem, arrays["M"], arrays["triplets"], arrays["multipliers"],
+              clusters=clusters, tol=fields["tol"]).save(path)
+    manifest["format_version"] = FORMAT_VERSION
+    manifest["versions"]["refreshed"] = _versions()
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
