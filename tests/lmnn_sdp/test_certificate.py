@@ -129,11 +129,13 @@ def test_certify_rejects_half_a_multiplier_set(solved):
         certify(p, result.metric, triplets=result.triplets, multipliers=result.multipliers[:-1])
 
 
-def test_rounding_level_negative_eigenvalues_are_clipped_for_the_upper_bound():
+def test_rounding_level_negative_eigenvalues_are_covered_by_the_rounding_bound():
     p = small_problem(0)
     cert = certify(p, np.diag([1.0, 1.0, -1e-12]))
     assert cert.min_eig_metric == pytest.approx(-1e-12)
-    assert cert.upper == pytest.approx(p.objective(np.diag([1.0, 1.0, 0.0])), rel=1e-14)
+    psd = p.objective(np.diag([1.0, 1.0, 0.0]))
+    assert abs(cert.upper - psd) <= cert.upper_error < 1e-9 * psd
+    cert.verify()
 
 
 def test_the_box_caps_multipliers_that_the_cone_cannot():
@@ -240,6 +242,31 @@ def test_save_load_round_trip_and_tampering(solved, tmp_path):
         (tmp_path / "edited.json").write_text(json.dumps(edited))
         with pytest.raises(ValueError, match="digest"):
             Certificate.load(tmp_path / "edited")
+
+
+def test_save_and_load_state_the_same_evidence(solved, tmp_path):
+    p, result = solved
+    cert = certify(p, result.metric, triplets=result.triplets, multipliers=result.multipliers)
+    cert.save(tmp_path / "c")
+    loaded = Certificate.load(tmp_path / "c")
+    assert loaded.n_multipliers == cert.n_multipliers == len(cert.triplets)
+    assert np.all(cert.multipliers > 0)
+    assert loaded.verify().n_multipliers == cert.n_multipliers
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("upper_error", 0.0, "rounding bound"), ("lower_error", 0.0, "rounding bound"),
+    ("refused", "the independent evaluation disagreed", "contradicts"),
+])
+def test_a_forged_digest_does_not_forge_a_rounding_bound(solved, tmp_path, field, value, match):
+    p, result = solved
+    cert = certify(p, result.metric)
+    assert cert.certified
+    arrays, fields = cert.record()
+    fields[field] = value
+    storage.save(tmp_path / "forged", arrays, fields)
+    with pytest.raises(ValueError, match=match):
+        Certificate.load(tmp_path / "forged").verify()
 
 
 def test_a_forged_digest_does_not_forge_the_proof(solved, tmp_path):
