@@ -58,7 +58,12 @@ def row(name: str, solver: str, certificate, claim: bool, seconds: float) -> dic
             "verify": verified, "seconds": f"{seconds:.1f}"}
 
 
-def measure() -> list[dict]:
+EXACT_MAX_N = 300  # the exact side on the first rows only (breast cancer's 569 binary rows
+# give Clarabel an SDP it did not finish in 10 minutes here)
+
+
+def measure(out: Path) -> list[dict]:
+    """Every row, each written to ``out`` as soon as it is measured."""
     rows = []
     for name, (X, y) in cases().items():
         problem = LMNNProblem(X, y, k=3, mu=0.5)
@@ -66,10 +71,13 @@ def measure() -> list[dict]:
         fast = fast_solver.solve(problem, max_iter=200)
         rows.append(row(name, "fast (max_iter=200)", fast.certificate, fast.converged,
                         time.perf_counter() - start))
+        out.write_text(markdown(rows))
+        n = min(len(y), EXACT_MAX_N)
         start = time.perf_counter()
-        exact = solve_lmnn(problem, method="aggregated")
-        rows.append(row(name, "exact (aggregated)", exact.certificate, exact.certified,
-                        time.perf_counter() - start))
+        exact = solve_lmnn(LMNNProblem(X[:n], y[:n], k=3, mu=0.5), method="aggregated")
+        rows.append(row(name if n == len(y) else f"{name}, first {n} rows", "exact (aggregated)",
+                        exact.certificate, exact.certified, time.perf_counter() - start))
+        out.write_text(markdown(rows))
         print(rows[-2], rows[-1], sep="\n", flush=True)
     return rows
 
@@ -94,9 +102,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/degenerate-claims.md"))
     args = parser.parse_args(argv)
-    rows = measure()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(rows))
+    rows = measure(args.out)
     bad = [r for r in rows if r["claim"] and (not r["agree"] or r["verify"] != "yes")]
     print(f"wrote {args.out}; claims that do not hold: {len(bad)}")
     return 1 if bad else 0
