@@ -130,6 +130,7 @@ from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
+from lmnn_sdp.core.space import sphered_space
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
@@ -189,6 +190,8 @@ def solve(
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
+    if not np.any(problem.X[problem.targets] != problem.X[:, None]):
+        return _without_pull(problem, clusters, tol)
     if clusters is not None and M0 is None:
         M0 = solve(problem, tol=tol, max_iter=max_iter, band=band, search=search).metric
     with threadpool_limits(1, user_api="blas"):
@@ -414,6 +417,40 @@ class _Run:
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,
             n_active=len(self.upper.triplets), active_triplets=self.upper.triplets,
             stages=list(self.stages), timings=dict(self.timings))
+
+
+def _without_pull(problem: LMNNProblem, clusters, tol: float) -> FastLMNNResult:
+    """eq. 14 (eq. 16) when every point coincides with its target neighbours.
+
+    The pull term vanishes and each triplet costs ``mu [1 - D(i, l)]_+``. With ``B`` the
+    sphered basis (``core.space.sphered_space``), every metric ``t B B^T`` puts the
+    impostors that differ from their point at distance ``>= 2`` for ``t = 2 / min D_I(i, l)``
+    (``D_I`` in sphered coordinates), so it attains the minimum, ``mu`` times the number of
+    triplets whose impostor coincides with its point; multipliers ``mu`` on those triplets
+    prove it (their dual matrix is 0)."""
+    start = time.perf_counter()
+    space = sphered_space(problem)
+    codes, Xr = problem.label_codes, space.inputs
+    i, l = np.nonzero(codes[:, None] != codes[None, :])
+    same = ~np.any(problem.X[i] != problem.X[l], axis=1)
+    distances = np.sum((Xr[i[~same]] - Xr[l[~same]]) ** 2, axis=1)
+    t = 2.0 / distances.min() if len(distances) else 1.0
+    M = t * (space.basis @ space.basis.T)
+    owner = cluster_owner(problem, clusters)
+    metric = M if clusters is None else np.broadcast_to(M, (int(owner.max()) + 1, *M.shape))
+    k = problem.k
+    triplets = np.column_stack([np.repeat(i[same], k), problem.targets[i[same]].ravel(),
+                                np.repeat(l[same], k)])
+    certificate = prove(problem, metric, triplets, np.full(len(triplets), problem.mu),
+                        clusters=None if clusters is None else owner, tol=tol)
+    why = ("every point coincides with its target neighbours, so eq. 14 is minimised by any "
+           "metric that puts the impostors that differ from their point beyond the margin")
+    message = (f"converged: {why}" if certificate.certified else
+               f"not converged: {why}; {certificate.refused or 'the gap in float64 is above tol'}")
+    return FastLMNNResult(
+        certificate=certificate, message=message, n_iter=0, n_stages=0, n_searches=0,
+        n_evaluations=0, n_hessian_products=0, search_fraction=0.0, n_active=len(triplets),
+        active_triplets=triplets, timings={"total": time.perf_counter() - start})
 
 
 def _escape(objective: SmoothedObjective) -> np.ndarray:

@@ -141,9 +141,12 @@ def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhiten
     (``core.problem.check_clusters``)."""
     reduced = sphered_space(problem)
     pulls = pull_matrices(problem, reduced, clusters)
-    if not pulls.any():
+    # decided on the inputs, where coinciding points differ by exactly 0; the pull matrices
+    # formed in sphered coordinates keep a rounding-level remainder of such differences
+    if not np.any(problem.X[problem.targets] != problem.X[:, None]):
         raise ValueError("every point coincides with its target neighbours, so the pull term of "
-                         "eq. 14 vanishes and the problem has no minimiser; choose other targets.")
+                         "eq. 14 vanishes and there are no whitened coordinates; "
+                         "fast_solver.solve answers this case in closed form.")
     cspaces = cluster_spaces(pulls, rtol=NULL_RTOL)
     inputs = np.zeros((len(pulls), problem.n_samples, reduced.rank))
     spaces = []
@@ -151,8 +154,9 @@ def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhiten
     for c, (pull, U) in enumerate(zip(pulls, cspaces.bases)):
         if U.shape[1] == 0:
             raise ValueError(f"no target neighbour of any point lies in cluster {c} (or they all "
-                             "coincide), so its metric has no pull term and no minimiser; use "
-                             "fewer clusters.")
+                             "coincide), so its metric has no pull term and grows until it pushes "
+                             "out every impostor of the cluster, which the fast solver does not "
+                             "follow; use fewer clusters or lmnn_sdp.solve_mm_lmnn (exact).")
         w = np.einsum("rm,rs,sm->m", U, pull, U)
         B = np.zeros((reduced.rank, reduced.rank))
         B[:, :len(w)] = U / np.sqrt(w)

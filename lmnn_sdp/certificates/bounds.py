@@ -33,15 +33,20 @@ least that of one ``alpha`` for all; it costs ``(1 - alpha_c)`` of the impostor
 multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them (raw
 wine, one metric per class: a gap of 7.2e-6 with one scale, 2.1e-8 with a scale each).
 The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums
-and its eigenvalues computed in floating point, so we demand a computed smallest eigenvalue of at least ``s_c = 8 (2n + r + k) eps (||A_c||_F +
-sum_t lambda_t (|C_ij| [c(j)=c] + |C_il| [c(l)=c]))``, which bounds those rounding
-errors. All of it runs in a reduced space (``core.space.sphered_space`` by default,
-or any basis of the data range such as the fast solver's whitened coordinates),
+and its eigenvalues computed in floating point, so we demand a computed smallest
+eigenvalue of at least ``s_c = 16 (2n + r + k) eps sum_p |w_p| (|x_a|^2 + |x_b|^2)`` over
+the pairs ``(a, b)`` with weight ``w_p`` that ``Z_c`` sums, which bounds those rounding
+errors (a Laplacian form ``X^T L X`` errs with the sizes of the points, not of their
+differences, so the sums are of ``|x_a|^2 + |x_b|^2``). All of it runs in a reduced
+space (``core.space.sphered_space`` by default, or any basis of the data range such as the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
 use the sphered data range (``core.space.sphered_space``), the same for every solver, so
 that ``verify`` re-derives a bound in the coordinates that proved it.
 
-Two exact facts keep singular clusters certifiable. A cluster with no positive
+Three exact facts keep singular clusters certifiable. A triplet whose impostor
+coincides with its point on the inputs (``x_l = x_i`` exactly, as with binary features
+or duplicates) has ``C_il = 0``: it adds ``lambda_t C_ij``, PSD, to ``Z``, so it counts
+in full, unscaled, and is left out of the check. A cluster with no positive
 impostor multiplier has ``Z_c`` a nonnegative sum of outer products, PSD for every
 ``alpha``: nothing to check numerically. A cluster whose pull matrix ``P_c`` is
 singular on the data range cannot clear any allowance; its impostor multipliers
@@ -91,7 +96,7 @@ def boxed_multipliers(multipliers, n_triplets: int, mu: float) -> np.ndarray:
 class DualBound:
     """What ``dual_lower_bound`` proves from a set of multipliers."""
 
-    lower: float  # sum_t alpha_{c(l_t)} lambda_t after clipping and dropping
+    lower: float  # sum_t alpha_{c(l_t)} lambda_t after clipping and dropping (alpha 1 if x_l = x_i)
     alpha: float  # the smallest scale into the dual cone over the clusters
     min_eig_dual: float  # smallest computed eigenvalue of Z_c over the clusters, scaled
     multiplier_sum: float  # sum(lambda) after clipping and dropping, before scaling
@@ -131,6 +136,9 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     keep = lam > 0
     t, lam = t[keep], lam[keep]
     check_genuine_triplets(problem, t)
+    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)  # C_il = 0 exactly
+    free_sum = float(lam[free].sum())
+    t, lam = t[~free], lam[~free]
     owner = cluster_owner(problem, clusters)
     C, Xr = int(owner.max()) + 1, space.inputs
     A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
@@ -144,8 +152,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
     alpha = _cluster_scales(A, N, R, shift, checked)
     min_eig = min(float(np.linalg.eigvalsh(_scaled_dual(A, N, R, alpha, c))[0]) for c in range(C))
-    return DualBound(lower=float(alpha @ impostors), alpha=float(alpha.min()), min_eig_dual=min_eig,
-                     multiplier_sum=float(lam.sum()), scales=tuple(alpha.tolist()),
+    return DualBound(lower=float(alpha @ impostors) + free_sum, alpha=float(alpha.min()),
+                     min_eig_dual=min_eig, multiplier_sum=float(lam.sum()) + free_sum, scales=tuple(alpha.tolist()),
                      singular_clusters=tuple(singular), n_dropped=int(np.sum(drop)))
 
 
@@ -337,7 +345,22 @@ def _allowance(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray, A: 
     """The rounding allowance ``s_c`` of every cluster (module docstring), shape (C,)."""
     n, k = problem.targets.shape
     factor = 8 * (2 * n + space.rank + k) * _EPS
-    return factor * (np.linalg.norm(A, axis=(1, 2)) + _weighted_lengths(space.inputs, owner, t, lam, len(A)))
+    return factor * 2 * _assembly_sizes(space.inputs, owner, problem.targets, 1.0 - problem.mu, t, lam, len(A))
+
+
+def _assembly_sizes(Xr: np.ndarray, owner: np.ndarray, targets: np.ndarray, pull_weight: float,
+                    t: np.ndarray, lam: np.ndarray, C: int) -> np.ndarray:
+    """Per cluster ``c``: ``sum_p |w_p| (|x_a|^2 + |x_b|^2)`` over the pairs ``(a, b)`` that
+    ``Z_c`` sums (targets with ``1 - mu``, triplets' target and impostor pairs with
+    ``lambda_t``), shape (C,): the scale of the rounding of its Laplacian form, which sees
+    the points, not their differences (coinciding points give ``C_ab = 0`` up to it)."""
+    sq = np.einsum("nr,nr->n", Xr, Xr)
+    i = np.repeat(np.arange(len(targets)), targets.shape[1])
+    j = targets.ravel()
+    total = pull_weight * np.bincount(owner[j], weights=sq[i] + sq[j], minlength=C)
+    total += np.bincount(owner[t[:, 1]], weights=lam * (sq[t[:, 0]] + sq[t[:, 1]]), minlength=C)
+    total += np.bincount(owner[t[:, 2]], weights=lam * (sq[t[:, 0]] + sq[t[:, 2]]), minlength=C)
+    return total
 
 
 def _singular(A: np.ndarray, shift: np.ndarray, owner: np.ndarray, t: np.ndarray) -> tuple[list, np.ndarray]:
@@ -352,19 +375,6 @@ def _multiplier_scatter(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: n
     """``Q_c = sum_t lambda_t (C_il [c(l)=c] - C_ij [c(j)=c])``, shape (C, r, r)."""
     return cluster_scatter(Xr, owner, np.concatenate([t[:, 0], t[:, 0]]),
                            np.concatenate([t[:, 2], t[:, 1]]), np.concatenate([lam, -lam]), C)
-
-
-def _weighted_lengths(Xr: np.ndarray, owner: np.ndarray, t: np.ndarray, lam: np.ndarray,
-                      C: int) -> np.ndarray:
-    """Per cluster ``c``: ``sum_t lambda_t (|x_i - x_j|^2 [c(j)=c] + |x_i - x_l|^2 [c(l)=c])``,
-    shape (C,), in blocks of ``_BLOCK`` triplets."""
-    total = np.zeros(C)
-    for start in range(0, len(t), _BLOCK):
-        s, w = t[start:start + _BLOCK], lam[start:start + _BLOCK]
-        a, b = Xr[s[:, 0]] - Xr[s[:, 1]], Xr[s[:, 0]] - Xr[s[:, 2]]
-        total += np.bincount(owner[s[:, 1]], weights=w * np.einsum("tr,tr->t", a, a), minlength=C)
-        total += np.bincount(owner[s[:, 2]], weights=w * np.einsum("tr,tr->t", b, b), minlength=C)
-    return total
 
 
 def largest_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float = 0.0) -> float:

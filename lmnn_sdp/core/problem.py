@@ -125,6 +125,8 @@ class LMNNProblem:
         c, rows = owner[self.targets], np.arange(self.n_samples)[:, None]
         target_err = rounding.distance_rounding(sigma[c, rows], sigma[c, self.targets], tau[c, rows],
                                                 tau[c, self.targets], rho)
+        coincide = np.all(Xo[:, None, :] == Xo[self.targets], axis=2)  # D = 0 exactly
+        target_err = np.where(coincide, 0.0, target_err)
         hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
         push = push_err = 0.0
         n_push = 0

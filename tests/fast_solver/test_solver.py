@@ -169,3 +169,18 @@ def test_timings_name_every_part_of_the_solve():
     assert set(result.timings) == {*parts, "total"}
     assert result.timings["escape"] > 0
     assert sum(result.timings[p] for p in parts) <= result.timings["total"]
+
+
+@pytest.mark.parametrize("clusters", [None, np.arange(14) % 2])
+def test_targets_that_all_coincide_are_solved_in_closed_form(clusters):
+    # One binary feature, each value at least three times per class: with k=2 every target
+    # distance is exactly 0, so eq. 14 is mu times the triplets whose impostor equals its
+    # point (2 targets x 25 such pairs x 2 classes = 100 triplets, 0.2 each), at any metric
+    # large enough (found by the property-based tests, where the solver ran to a NaN metric).
+    X = np.array([1, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1], float)[:, None]
+    problem = LMNNProblem(X, np.repeat([0, 1], 7), k=2, mu=0.2)
+    r = solve(problem, clusters=clusters)
+    assert r.converged and r.message.startswith("converged: every point coincides")
+    assert r.upper == pytest.approx(20.0, abs=1e-9) and r.lower == pytest.approx(20.0, abs=1e-9)
+    r.certificate.verify()
+    assert solve_lmnn(problem).upper == pytest.approx(20.0, abs=1e-6)

@@ -45,3 +45,4 @@ def test_inputs_that_all_coincide_with_their_targets_are_refused():
     twin = (np.arange(16) ^ 1)[:, None]
     with pytest.raises(ValueError, match="pull term"):
         whiten(LMNNProblem(X, y, targets=twin))
+

@@ -37,7 +37,7 @@ from validation.instances import Instance, builtin_instances
 
 CORPUS_DIR = Path(__file__).parent
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 OBJECTIVES = {"lmnn": lmnn.OBJECTIVE, "multi-metric-lmnn": multi_metric.OBJECTIVE,
               "mmc": mmc.OBJECTIVE, "mmc-diagonal": mmc.OBJECTIVE_DIAGONAL}
 CERTIFIERS = {Instance: lmnn.certify, MMInstance: multi_metric.certify,
