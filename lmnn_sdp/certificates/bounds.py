@@ -46,7 +46,7 @@ that ``verify`` re-derives a bound in the coordinates that proved it.
 Three exact facts keep singular clusters certifiable. A triplet whose impostor
 coincides with its point on the inputs (``x_l = x_i`` exactly, as with binary features
 or duplicates) has ``C_il = 0``: it adds ``lambda_t C_ij``, PSD, to ``Z``, so it counts
-in full, unscaled, and is left out of the check. A cluster with no positive
+in full, unscaled, and its ``lambda_t C_ij`` joins ``A_c``. A cluster with no positive
 impostor multiplier has ``Z_c`` a nonnegative sum of outer products, PSD for every
 ``alpha``: nothing to check numerically. A cluster whose pull matrix ``P_c`` is
 singular on the data range cannot clear any allowance; its impostor multipliers
@@ -136,13 +136,14 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     keep = lam > 0
     t, lam = t[keep], lam[keep]
     check_genuine_triplets(problem, t)
-    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)  # C_il = 0 exactly
-    free_sum = float(lam[free].sum())
-    t, lam = t[~free], lam[~free]
     owner = cluster_owner(problem, clusters)
     C, Xr = int(owner.max()) + 1, space.inputs
     A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
     shift = _allowance(problem, space, owner, A, t, lam)
+    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)  # C_il = 0 exactly
+    A = A + grouped_scatter(Xr, t[free, 0], t[free, 1], lam[free], owner[t[free, 1]], C)
+    free_sum = float(lam[free].sum())
+    t, lam = t[~free], lam[~free]
     singular, drop = _singular(A, shift, owner, t)
     lam = np.where(drop, 0.0, lam)
     N = grouped_scatter(Xr, t[:, 0], t[:, 2], lam, owner[t[:, 2]], C)
