@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver.estimators import LinearMetricTransformer, _reject_complex
+from fast_solver._base import LinearMetricTransformer, reject_complex
 from lmnn_sdp.core.problem import check_inputs
 
 RANK_RTOL = 1e-10  # within-chunklet variances at most this of the largest count as zero
@@ -115,7 +115,7 @@ class RCA(LinearMetricTransformer, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Whiten by the within-class covariance of ``X`` (n_samples, n_features), ``y`` (n_samples,)."""
-        _reject_complex(X)
+        reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         codes = np.unique(y, return_inverse=True)[1].astype(np.intp)

@@ -3,7 +3,7 @@
 Eq. 14 fixes ``mu`` (the push weight) and ``k`` (target neighbours); the paper tuned them
 on held-out data (JMLR 2009, sec. 4: "k ... and the weighting parameter mu were set by
 cross validation"). Here every candidate is a certified optimum: for each fold and each
-``k``, ``fast_solver.path.certified_path`` solves eq. 14 on the training part at every
+``k``, ``fast_solver.lmnn.path.certified_path`` solves eq. 14 on the training part at every
 ``mu`` of the grid (warm-started), and the held-out part is classified by k-NN under each
 metric (``validation.experiments.knn``: ties broken by shrinking the neighbourhood, as the
 paper). The selection is the (``mu``, ``k``) of least mean held-out error; the guarantee of
@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 from tqdm.auto import tqdm
 
-from fast_solver.path import certified_path, check_mus
+from fast_solver.lmnn.path import certified_path, check_mus
 from lmnn_sdp.core.problem import LMNNProblem, check_inputs, check_labels
 from lmnn_sdp.core.psd import psd_factor
 from validation.experiments.knn import knn_error, nearest_neighbours

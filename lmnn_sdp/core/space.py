@@ -24,7 +24,7 @@ from lmnn_sdp.core.problem import LMNNProblem
 @dataclass(frozen=True)
 class ReducedSpace:
     """Coordinates ``X_r = X_c @ basis`` (n, r) of the data range: those of the exact
-    solvers (``reduced_space``) or the fast solver's whitened ones (``fast_solver.whitening``)."""
+    solvers (``reduced_space``) or the fast solver's whitened ones (``lmnn_sdp.core.whitening``)."""
 
     basis: np.ndarray  # (d, r): M = basis @ M_r @ basis.T
     inputs: np.ndarray  # (n, r)

@@ -6,8 +6,8 @@ that anyone can re-check from the saved evidence.
 
 - ``problem``: the pairs (explicit, or implicit label pairs), the two objectives (MMC)
   and (XING), input checks (numpy).
-- ``pairs``: sums over a problem's pairs, explicit (numpy) or implicit (``kernels``).
-- ``kernels``: the numba loops over all label pairs, blockwise, never formed.
+- ``pairs``: sums over a problem's pairs, explicit (numpy) or implicit (``compiled``).
+- ``compiled``: the numba loops over all label pairs, blockwise, never formed.
 - ``bound``: weak duality from tangent points and one multiplier (numpy, scipy).
 - ``certificate``: ``MMCCertificate`` with its evidence, ``verify``, ``save``/``load``;
   ``certify_mmc`` for any candidate metric (numpy, scipy).

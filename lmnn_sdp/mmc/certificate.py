@@ -22,7 +22,7 @@ from them), ``M``, the tangent points (P,) and the multiplier. Implicit label pa
 (``mmc_problem(..., implicit=True)``; letters has 1.2e8) keep no pairs and no tangents:
 their tangents follow from ``M`` by a ``TangentRule`` (a floor and a scale,
 ``lmnn_sdp.mmc.bound``). ``verify()`` re-derives the numbers from the evidence (numpy,
-and the numba kernels of ``lmnn_sdp.mmc.kernels`` for implicit pairs) and refuses any
+and the numba kernels of ``lmnn_sdp.mmc.compiled`` for implicit pairs) and refuses any
 stated number it does not reproduce or prove; ``save``/``load`` write and read the
 corpus format (``lmnn_sdp.certificates.storage``: arrays ``X``, ``y`` when known,
 ``similar``, ``dissimilar``, ``M``, ``tangents``, ``multiplier``, or for implicit pairs

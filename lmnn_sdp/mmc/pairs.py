@@ -1,5 +1,5 @@
 r"""Sums over the pairs of an MMC problem: explicit pairs in numpy, implicit label pairs
-blockwise (``lmnn_sdp.mmc.kernels``), one interface for ``bound`` and ``certificate``.
+blockwise (``lmnn_sdp.mmc.compiled``), one interface for ``bound`` and ``certificate``.
 
 Notation of ``lmnn_sdp.mmc.problem``; ``D_p = u_p^T M u_p`` and ``e_p`` its uncertainty,
 so that ``D_p - e_p`` is, to first order, at most the distance under any metric whose
@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from lmnn_sdp.mmc import kernels
+from lmnn_sdp.mmc import compiled
 from lmnn_sdp.mmc.problem import MMCProblem, accurate_distances, entry_rounding
 
 _EPS = np.finfo(float).eps
@@ -104,7 +104,7 @@ def _cross_class_spread(A: np.ndarray, codes: np.ndarray) -> float:
 
 def summation_depth(problem: MMCProblem) -> int:
     """How many terms a sum over pairs adds in one run: ``P + S`` for explicit pairs (numpy
-    may add them in one sequence), the kernels' ``LabelLayout.depth`` for implicit ones."""
+    may add them in one sequence), the compiled loops' ``LabelLayout.depth`` for implicit ones."""
     if problem.implicit:
         return implicit_layout(problem)[0].depth
     return problem.n_dissimilar + problem.n_similar
@@ -147,25 +147,25 @@ def tangent_sums(problem: MMCProblem, M: np.ndarray,
 
 
 def _implicit_pass(problem: MMCProblem, M: np.ndarray, similar: bool, floors: np.ndarray):
-    """``kernels.pair_sums`` over the similar or dissimilar label pairs at ``M``."""
+    """``compiled.pair_sums`` over the similar or dissimilar label pairs at ``M``."""
     layout, XT = implicit_layout(problem)
     factor, weights, slack = _factor(M, problem.diagonal)
     chunks = layout.similar_chunks if similar else layout.dissimilar_chunks
-    return kernels.pair_sums(XT, factor, weights, slack, layout.class_end, chunks, similar,
+    return compiled.pair_sums(XT, factor, weights, slack, layout.class_end, chunks, similar,
                              floors, problem.diagonal)
 
 
 @lru_cache(maxsize=4)
-def implicit_layout(problem: MMCProblem) -> tuple[kernels.LabelLayout, np.ndarray]:
+def implicit_layout(problem: MMCProblem) -> tuple[compiled.LabelLayout, np.ndarray]:
     """The label layout of an implicit problem and its inputs sorted by class, ``XT`` (d, n)."""
-    layout = kernels.label_layout(problem.y)
+    layout = compiled.label_layout(problem.y)
     return layout, np.ascontiguousarray(problem.X[layout.order].T)
 
 
 def _factor(M: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray, float]:
     """``L`` (k, d) with ``|L u|^2`` the distance, the weights ``w`` (d,) and ``kappa``
     (module docstring); for a diagonal ``M``, ``L`` is the row ``diag(M)`` (1, d), read by
-    the kernels as weights."""
+    the compiled loops as weights."""
     d = len(M)
     if diagonal:
         weights = np.diag(M).copy()

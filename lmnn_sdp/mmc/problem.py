@@ -113,7 +113,7 @@ def mmc_problem(X, y=None, similar=None, dissimilar=None, diagonal: bool = False
     agree) or from explicit index pairs (P, 2).
 
     ``implicit`` (labels only) keeps the label pairs implicit: no (P, 2) or (P, d) array
-    is formed, and every sum over pairs runs blockwise (``lmnn_sdp.mmc.kernels``); letters
+    is formed, and every sum over pairs runs blockwise (``lmnn_sdp.mmc.compiled``); letters
     (16,000 rows) has 1.2e8 dissimilar pairs.
 
     Raises

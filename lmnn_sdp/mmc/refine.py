@@ -31,7 +31,7 @@ Progress is measured by the gap of (WD) at tangents ``s`` (``bound.py``, step 4:
 (r, r) eigenvalue problem per step; the certificate proper is computed afterwards.
 
 ``ascend`` runs (GPM) on any oracle for ``f`` and ``G`` (here the whitened differences
-(P, r); ``fast_solver.mmc`` sums over implicit label pairs) and can extrapolate it
+(P, r); ``fast_solver.mmc.solver`` sums over implicit label pairs) and can extrapolate it
 (Anderson acceleration, Walker & Ni, SIAM J. Numer. Anal. 49, 2011): the next point
 is the combination of the last ``memory`` steps ``B_i -> T(B_i)`` whose residuals
 ``T(B_i) - B_i`` combine to the smallest norm, taken back to the cone by

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
-import fast_solver.energy as energy_module
+import fast_solver.lmnn.energy as energy_module
 from fast_solver import LMNN, EnergyClassifier, energies
 from lmnn_sdp.core.problem import LMNNProblem
 from validation.energy_reference import energies_by_loops

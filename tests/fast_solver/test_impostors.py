@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_blobs
 
-from fast_solver import kernels
-from fast_solver.impostors import (
+from fast_solver.lmnn import compiled
+from fast_solver.lmnn.impostors import (
     BALLTREE_MAX_RANK, choose_search_method, impostor_pairs, impostor_radius,
 )
 from lmnn_sdp import LMNNProblem
@@ -19,7 +19,7 @@ def active_triplets(problem: LMNNProblem, M, band: float, method: str) -> np.nda
     """The triplets within ``band`` of the margin that the pair search finds, (T, 3) in the
     order of ``LMNNProblem.active_triplets`` (i, target rank, l)."""
     Z = problem.X_centered @ psd_factor(M, rtol=1e-12).T
-    target_d = kernels.target_distances(Z[None], problem.targets, np.zeros(problem.n_samples, np.intp))
+    target_d = compiled.target_distances(Z[None], problem.targets, np.zeros(problem.n_samples, np.intp))
     i, l, dist = impostor_pairs(Z, problem.label_codes, impostor_radius(target_d, band), method)
     p, rank = np.nonzero(1.0 + target_d[i] - dist[:, None] > -band)
     order = np.lexsort((l[p], rank, i[p]))
@@ -108,7 +108,7 @@ def test_auto_rule_picks_balltree_only_in_low_rank():
 
 @pytest.mark.parametrize("shape", [(7, 13), (1, 1), (16, 8), (3, 5)])
 def test_flag_scan_equals_nonzero_with_a_dirty_buffer(shape):
-    from fast_solver.impostors import _below
+    from fast_solver.lmnn.impostors import _below
 
     rng = np.random.default_rng(sum(shape))
     values = rng.normal(size=shape).astype(np.float32)

@@ -13,7 +13,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import solve
-from fast_solver.lmca import LMCA, initial_map, lmca_loss, price_of_rank, solve_lmca
+from fast_solver.low_rank.lmca import LMCA, initial_map, lmca_loss, price_of_rank, solve_lmca
 from lmnn_sdp.core.problem import LMNNProblem
 
 

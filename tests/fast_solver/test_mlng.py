@@ -1,4 +1,4 @@
-"""MLNG's model (fast_solver.mlng): Alg. 2 and Alg. 3 against brute force over every k-subset,
+"""MLNG's model (fast_solver.mlng.objective): Alg. 2 and Alg. 3 against brute force over every k-subset,
 the surrogate loss (eq. 5-6) and the gradient of eq. 10 by finite differences, and input checks."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fast_solver.mlng import (
+from fast_solver.mlng.objective import (
     check_neighbourhoods, largest_k, loss_augmented_inference, mlng_objective, neighbour_sets,
     neighbour_table, surrogate_losses, targeted_inference,
 )

@@ -10,7 +10,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import MLNG
-from fast_solver.mlng import mlng_objective
+from fast_solver.mlng.objective import mlng_objective
 
 
 def test_passes_sklearn_estimator_checks():

@@ -1,4 +1,4 @@
-"""Alg. 1 (fast_solver.mlng_sgd): the update with eta(t) = 1/t and the PSD projection, the
+"""Alg. 1 (fast_solver.mlng.sgd): the update with eta(t) = 1/t and the PSD projection, the
 stopping rule, determinism, and the result's objective."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_wine
 
-from fast_solver.mlng import mlng_objective, surrogate_losses
-from fast_solver.mlng_sgd import fit_mlng
+from fast_solver.mlng.objective import mlng_objective, surrogate_losses
+from fast_solver.mlng.sgd import fit_mlng
 from lmnn_sdp.core.psd import project_psd
 
 

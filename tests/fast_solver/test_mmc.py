@@ -8,7 +8,7 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 
 from fast_solver import FastMMCResult, solve_mmc_fast
-from fast_solver.mmc import _WhitenedPairs
+from fast_solver.mmc.solver import _WhitenedPairs
 from lmnn_sdp import solve_mmc
 from lmnn_sdp.mmc.bound import TangentRule, whiten
 from lmnn_sdp.mmc.problem import mmc_problem

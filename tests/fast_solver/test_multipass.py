@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import MultiPassLMNN, solve, solve_multipass
-from fast_solver.multipass import _collapsed
+from fast_solver.lmnn.multipass import _collapsed
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.core.space import data_range
 

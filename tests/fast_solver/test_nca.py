@@ -11,8 +11,8 @@ from scipy.special import logsumexp
 from sklearn.datasets import load_iris, load_wine
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
-import fast_solver.nca as nca_module
-from fast_solver.nca import minimize_nca, nca_objective
+import fast_solver.nca.objective as nca_module
+from fast_solver.nca.objective import minimize_nca, nca_objective
 
 
 def brute_force(A, X, y, objective):

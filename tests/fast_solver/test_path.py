@@ -9,8 +9,8 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 
 import fast_solver
-import fast_solver.path
-from fast_solver.path import CertifiedPath, certified_path
+import fast_solver.lmnn.path
+from fast_solver.lmnn.path import CertifiedPath, certified_path
 from lmnn_sdp.core.problem import LMNNProblem
 
 TOL = 1e-6
@@ -54,7 +54,7 @@ def fake_solve(calls):
 
 def test_each_solve_starts_from_the_previous_metric_unless_zero(monkeypatch):
     calls = []
-    monkeypatch.setattr(fast_solver.path, "solve", fake_solve(calls))
+    monkeypatch.setattr(fast_solver.lmnn.path, "solve", fake_solve(calls))
     path = certified_path(iris_problem(), [0.5, 0.0, 0.25], tol=1e-3)
     starts = [start for _, start, _ in calls]
     assert [mu for mu, _, _ in calls] == [0.5, 0.0, 0.25]
@@ -68,7 +68,7 @@ def test_each_solve_starts_from_the_previous_metric_unless_zero(monkeypatch):
 
 def test_cold_path_never_passes_a_start(monkeypatch):
     calls = []
-    monkeypatch.setattr(fast_solver.path, "solve", fake_solve(calls))
+    monkeypatch.setattr(fast_solver.lmnn.path, "solve", fake_solve(calls))
     certified_path(iris_problem(), [0.3, 0.7], warm_start=False)
     assert [start for _, start, _ in calls] == [None, None]
 

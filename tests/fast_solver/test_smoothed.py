@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from fast_solver.smoothed import PairGraph, SmoothedObjective, WorkingSet
-from fast_solver.whitening import whiten_clusters
+from fast_solver.lmnn.smoothed import PairGraph, SmoothedObjective, WorkingSet
+from lmnn_sdp.core.whitening import whiten_clusters
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 
 

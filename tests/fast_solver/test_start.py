@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_wine
 
-from fast_solver.start import best_scale
+from fast_solver.lmnn.start import best_scale
 from lmnn_sdp.core.problem import LMNNProblem
 
 

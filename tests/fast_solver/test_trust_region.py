@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import rosen, rosen_der, rosen_hess_prod
 
-from fast_solver import trust_region
+from fast_solver.lmnn import trust_region
 from lmnn_sdp.core.line_search import ray_minimum
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.datasets import load_iris
 
-from fast_solver.working_set import ExactSearch, contraction_factor
-from fast_solver.whitening import whiten, whiten_clusters
+from fast_solver.lmnn.working_set import ExactSearch, contraction_factor
+from lmnn_sdp.core.whitening import whiten, whiten_clusters
 from lmnn_sdp.core.problem import LMNNProblem
 
 

@@ -1,6 +1,6 @@
 """Implicit label pairs of MMC: the blockwise sums against the explicit pairs, and
 certificates whose tangents follow from the metric by a rule (lmnn_sdp.mmc.pairs,
-lmnn_sdp.mmc.kernels, lmnn_sdp.mmc.bound.TangentRule)."""
+lmnn_sdp.mmc.compiled, lmnn_sdp.mmc.bound.TangentRule)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sklearn.datasets import load_iris, load_wine
 
 from lmnn_sdp import MMCCertificate, certify_mmc, solve_mmc
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.mmc import kernels, pairs
+from lmnn_sdp.mmc import compiled, pairs
 from lmnn_sdp.mmc.bound import TangentRule, floor_sums, whiten
 from lmnn_sdp.mmc.problem import label_pairs, mmc_problem
 
@@ -79,7 +79,7 @@ def test_nan_and_identical_points_are_refused():
 
 def test_layout_chunks_cover_every_pair_once():
     codes = np.random.default_rng(1).integers(0, 4, 300)
-    layout = kernels.label_layout(codes)
+    layout = compiled.label_layout(codes)
     assert np.array_equal(codes[layout.order], np.sort(codes))
     for chunks, work in [(layout.dissimilar_chunks, 300 - layout.class_end),
                          (layout.similar_chunks, layout.class_end - np.arange(300) - 1)]:

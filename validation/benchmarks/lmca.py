@@ -57,7 +57,7 @@ def main(argv=None) -> int:
 def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
     """One row per method and rank (module docstring)."""
     from fast_solver import solve
-    from fast_solver.lmca import price_of_rank, solve_lmca
+    from fast_solver.low_rank.lmca import price_of_rank, solve_lmca
     from lmnn_sdp.core.problem import LMNNProblem
 
     X_train, y_train, X_test, y_test = load(name)

@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--working-memory", type=float, default=64.0, help="MiB for ours' blocks")
     parser.add_argument("--skip-sklearn", action="store_true")
     args = parser.parse_args(argv)
-    from fast_solver.nca import initial_components
+    from fast_solver.nca.objective import initial_components
     from validation.datasets import letters_split
 
     X, y, X_test, y_test = letters_split()

@@ -8,7 +8,7 @@ whitened coordinates of ``lmnn_sdp.mmc.bound`` (step 3; ``sum_S D_b = sum(b)``) 
 
 convex, with ``grad phi = 1 - g / f`` and ``hess phi = H / f + g g^T / f^2`` for
 ``g = sum a_p / (2 s_p)`` and ``H = sum a_p a_p^T / (4 s_p^3)`` (``s_p = sqrt(<a_p, b>)``),
-one pass over the pairs (``fast_solver.mmc_kernels.xing_sums``). Its minimiser has
+one pass over the pairs (``fast_solver.mmc.compiled.xing_sums``). Its minimiser has
 ``sum(b) = 1/2`` and solves (MMC) over diagonal metrics ((XING-MMC)).
 
 Some weights are 0 at the optimum, so the iteration is Bertsekas's projected Newton

@@ -2,13 +2,13 @@
 
 The parameters ``x`` (``L`` (r, d) for LMCA, ``Omega`` (r, n) for kernel LMCA)
 enter eq. 14 only through the embedding ``Z = embed(x)`` (n, r), and
-``pullback(dZ)`` turns ``dF/dZ`` (``fast_solver.embedding_loss``) into ``dF/dx``.
+``pullback(dZ)`` turns ``dF/dZ`` (``fast_solver.low_rank.embedding_loss``) into ``dF/dx``.
 eq. 14 in ``x`` is not convex: L-BFGS (scipy) finds a stationary point and
 nothing here certifies it; the full-rank certified lower bound measures it
-(``fast_solver.lmca.price_of_rank``).
+(``fast_solver.low_rank.lmca.price_of_rank``).
 
 1. **Working set.** An exact impostor search at ``Z`` (radius
-   ``max_j D(i, j) + 1 + BAND``, ``fast_solver.impostors``) gives the pairs L-BFGS
+   ``max_j D(i, j) + 1 + BAND``, ``fast_solver.lmnn.impostors``) gives the pairs L-BFGS
    works on. L-BFGS stops when the centred embedding has moved by ``STALE_DRIFT``
    (relative, Frobenius) since the search, or by its tolerance; a search follows,
    its pairs join the set, and L-BFGS goes on unless it stopped by its tolerance
@@ -48,9 +48,9 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
-from fast_solver.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
-from fast_solver.smoothed import WorkingSet
-from fast_solver.start import best_scale
+from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
+from fast_solver.lmnn.smoothed import WorkingSet
+from fast_solver.lmnn.start import best_scale
 from lmnn_sdp.core.problem import LMNNProblem
 
 HINGES = ("linear", "smooth")
@@ -104,7 +104,7 @@ class LMCAResult:
         Seconds in ``search``, ``lbfgs`` and ``total``.
     price_of_rank : float or None
         ``(objective - lower_full) / lower_full`` against a certified full-rank lower
-        bound (``fast_solver.lmca.price_of_rank``); None until computed.
+        bound (``fast_solver.low_rank.lmca.price_of_rank``); None until computed.
     """
 
     components: np.ndarray
@@ -182,7 +182,7 @@ def minimise(
 
 def start_scale(problem: LMNNProblem, Z: np.ndarray) -> float:
     """The factor ``c > 0`` for which ``c Z`` (n, r) minimises the sampled eq. 14 of
-    ``fast_solver.start`` (a map is scaled by ``c``); a ValueError when ``Z`` is one point."""
+    ``fast_solver.lmnn.start`` (a map is scaled by ``c``); a ValueError when ``Z`` is one point."""
     Zc = Z - Z.mean(axis=0)
     if not np.any(Zc):
         raise ValueError("init maps every training point to the same point, so eq. 14 has no "

@@ -6,11 +6,11 @@ the embedding is ``L phi_i = Omega k_i``, ``k_i = [k(x_1, x_i), ..., k(x_n, x_i)
 
     Z = K Omega^T  (n, r),     D(i, j) = |z_i - z_j|^2,
 
-and eq. 14 is that of ``fast_solver.embedding_loss`` at ``Z``. Its gradient in
+and eq. 14 is that of ``fast_solver.low_rank.embedding_loss`` at ``Z``. Its gradient in
 feature space is ``Gamma Phi`` with ``Gamma = (dF/dZ)^T`` (eq. 4), so the paper's
 update is ``Omega <- Omega - lambda Gamma`` (eq. 5); the gradient in ``Omega`` is
 ``Gamma K``. Here L-BFGS runs on ``Omega`` with that gradient
-(``fast_solver.low_rank``), and a new point maps to ``Omega k(X_train, x)``.
+(``fast_solver.low_rank.solver``), and a new point maps to ``Omega k(X_train, x)``.
 
 With an RBF kernel the training eq. 14 can be driven towards 0 (Ionosphere, 245
 training rows, 34 components: 0.001 after 3,000 L-BFGS iterations in coordinates
@@ -41,11 +41,12 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.embedding_loss import embedding_loss
-from fast_solver.estimators import fitted_inputs, labelled_problem
-from fast_solver.impostors import in_chunks, map_rows
-from fast_solver.lmca import check_init_array, warn_unless_stationary
-from fast_solver.low_rank import HINGES, LMCAResult, ProgressTable, minimise, start_scale
+from fast_solver.low_rank.embedding_loss import embedding_loss
+from fast_solver._base import fitted_inputs
+from fast_solver.lmnn.estimator import labelled_problem
+from fast_solver.lmnn.impostors import in_chunks, map_rows
+from fast_solver.low_rank.lmca import check_init_array, warn_unless_stationary
+from fast_solver.low_rank.solver import HINGES, LMCAResult, ProgressTable, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem
 
 KERNELS = ("rbf", "poly")
@@ -144,7 +145,7 @@ def solve_kernel_lmca(
     init : {"kpca", "random"} or ndarray of shape (n_components, n)
         ``initial_coefficients``; the paper starts at kernel PCA.
     hinge, tol, max_iter, callback, report
-        As in ``fast_solver.low_rank.minimise``; ``callback(Omega, n_iter)``.
+        As in ``fast_solver.low_rank.solver.minimise``; ``callback(Omega, n_iter)``.
     random_state : int, RandomState instance or None
         Seeds ``init="random"``.
     kernel_memory : int
@@ -166,7 +167,7 @@ def initial_coefficients(problem: LMNNProblem, K: TrainingKernel, n_components: 
     """``Omega`` (n_components, n) to start from: kernel PCA (rows ``u / sqrt(s)`` for the
     leading eigenpairs of the centred kernel, so ``K Omega^T`` are the kernel-PCA coordinates
     up to a shift; rows past its rank are 0) or standard normal entries, each scaled by
-    ``fast_solver.low_rank.start_scale``; an array is used as given."""
+    ``fast_solver.low_rank.solver.start_scale``; an array is used as given."""
     n = problem.n_samples
     r = problem.n_features if n_components is None else n_components
     if isinstance(r, bool) or not isinstance(r, Integral) or r < 1:
@@ -245,7 +246,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     coef0 : float, default=1
         Constant of the polynomial kernel.
     k, mu, hinge, max_iter, tol, warm_start, callback, verbose, random_state
-        As in ``fast_solver.lmca.LMCA`` (``callback(Omega, n_iter)``; ``warm_start``
+        As in ``fast_solver.low_rank.lmca.LMCA`` (``callback(Omega, n_iter)``; ``warm_start``
         needs the same training points).
     init : {"kpca", "random"} or ndarray of shape (n_components, n_samples), default="kpca"
         Starting ``Omega``; the paper starts at kernel PCA.

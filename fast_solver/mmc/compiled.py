@@ -3,7 +3,7 @@ coordinates ``z`` (``lmnn_sdp.mmc.bound``, step 3) sorted by class.
 
 Notation of ``lmnn_sdp.mmc.refine``: ``w = z_i - z_j`` for a dissimilar pair,
 ``s = sqrt(w^T B w)``, ``f = sum s`` and ``G = sum_{s > 0} w w^T / (2 s)``. Neither pass
-forms a pair; both take partners in blocks (``lmnn_sdp.mmc.kernels``), and a pair with
+forms a pair; both take partners in blocks (``lmnn_sdp.mmc.compiled``), and a pair with
 ``s = 0`` adds nothing (the subgradient 0 of ``refine``). They serve the solver, not a
 proof: their sums are not bounded in rounding, the certificate re-derives its own.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from lmnn_sdp.mmc.kernels import BLOCK, add_weighted_outer, differences
+from lmnn_sdp.mmc.compiled import BLOCK, add_weighted_outer, differences
 
 _FAST = {"reassoc", "contract"}
 

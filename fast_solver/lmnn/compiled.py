@@ -5,7 +5,7 @@ distance to point ``b`` is measured in its cluster's, ``|Z[c(b), a] - Z[c(b), b]
 (eq. 16; LMNN is ``C = 1``).
 
 Each kernel walks one point's rows at a time, so threads never write the same
-output row; none allocates more than its outputs. ``fast_solver.smoothed`` wraps
+output row; none allocates more than its outputs. ``fast_solver.lmnn.smoothed`` wraps
 them; the formulas they compute are written out there and tested against
 brute-force numpy in ``tests/fast_solver/test_smoothed.py``.
 """
@@ -197,7 +197,7 @@ def _huber(h, gamma):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
-    """``s(h + dh) - s(h)`` for the smoothed hinge ``s`` (``fast_solver.smoothed``), free of
+    """``s(h + dh) - s(h)`` for the smoothed hinge ``s`` (``fast_solver.lmnn.smoothed``), free of
     cancellation when both ends lie on one piece."""
     e = h + dh
     if h <= 0.0 and e <= 0.0:

@@ -4,7 +4,7 @@
 classification is a property of the data, not of the objective; model selection picks it
 from certified optima (``validation.model_selection``). Along the grid the data and the
 target neighbours stay fixed and each solve (``fast_solver.solve``) starts from the metric
-of the previous ``mu`` (rescaled by ``solve``'s best multiple, ``fast_solver.start``), so a
+of the previous ``mu`` (rescaled by ``solve``'s best multiple, ``fast_solver.lmnn.start``), so a
 path costs less than as many cold solves; every point of the path keeps its own
 certificate, so the guarantee of a single solve holds at each ``mu``.
 """
@@ -16,8 +16,8 @@ from numbers import Real
 
 import numpy as np
 
-from fast_solver.result import FastLMNNResult
-from fast_solver.solver import solve
+from fast_solver.lmnn.result import FastLMNNResult
+from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem
 
 

@@ -3,8 +3,8 @@
 JMLR 2009, sec. 5.4 and Torresani & Lee (NIPS 2006), eq. 1-2: minimise eq. 14
 with ``D(x_i, x_j) = |L (x_i - x_j)|^2`` over ``L`` of shape (r, d), ``r <= d``,
 so ``M = L^T L`` has rank at most ``r``. The embedding is ``Z = X_c L^T`` (n, r)
-and the gradient ``dF/dL = (dF/dZ)^T X_c`` (eq. 2; ``fast_solver.embedding_loss``),
-minimised by ``fast_solver.low_rank`` (L-BFGS on an exact working set, the smooth
+and the gradient ``dF/dL = (dF/dZ)^T X_c`` (eq. 2; ``fast_solver.low_rank.embedding_loss``),
+minimised by ``fast_solver.low_rank.solver`` (L-BFGS on an exact working set, the smooth
 hinge or continuation to eq. 14's linear hinge) in coordinates where the pull
 matrix is the identity (``pull_whitening``).
 
@@ -28,12 +28,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.embedding_loss import embedding_loss
-from fast_solver.impostors import cross_product, map_rows
-from fast_solver.estimators import LinearMetricTransformer, labelled_problem
-from fast_solver.low_rank import HINGES, LMCAResult, ProgressTable, minimise, start_scale
-from fast_solver.result import FastLMNNResult
-from fast_solver.solver import solve
+from fast_solver.low_rank.embedding_loss import embedding_loss
+from fast_solver.lmnn.impostors import cross_product, map_rows
+from fast_solver._base import LinearMetricTransformer
+from fast_solver.lmnn.estimator import labelled_problem
+from fast_solver.low_rank.solver import HINGES, LMCAResult, ProgressTable, minimise, start_scale
+from fast_solver.lmnn.result import FastLMNNResult
+from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
 
@@ -65,7 +66,7 @@ def solve_lmca(
     hinge : {"linear", "smooth"}
         eq. 14's hinge (by continuation) or the paper's smooth hinge.
     tol, max_iter, callback, report
-        As in ``fast_solver.low_rank.minimise``; ``callback(L, n_iter)``.
+        As in ``fast_solver.low_rank.solver.minimise``; ``callback(L, n_iter)``.
     random_state : int, RandomState instance or None
         Seeds ``init="random"``.
 
@@ -89,7 +90,7 @@ def pull_whitening(problem: LMNNProblem) -> tuple[np.ndarray, np.ndarray]:
     steps do not depend on the units of the features (digits, 400 rows, r = 2: 107 L-BFGS
     iterations against 535 on the raw pixels, eq. 14 9,780 and 9,782).
 
-    Unlike ``fast_solver.whitening``, which drops the null space of a singular pull matrix
+    Unlike ``lmnn_sdp.core.whitening``, which drops the null space of a singular pull matrix
     (the full-rank solver pushes it out at no cost afterwards), its eigenvalues are raised to
     ``PULL_FLOOR`` times the largest: a low-rank map may need those directions."""
     V = data_range(problem)
@@ -108,7 +109,7 @@ def initial_map(problem: LMNNProblem, n_components: int | None, init, random_sta
     shrinkage, so singular within-class scatter is fine; beyond ``n_classes - 1`` rows
     its remaining eigenvectors); ``"identity"``: the first ``n_components`` rows of
     ``I_d``; ``"random"``: standard normal entries. Each is scaled by the best multiple
-    (``fast_solver.low_rank.start_scale``). An array is used as given."""
+    (``fast_solver.low_rank.solver.start_scale``). An array is used as given."""
     d = problem.n_features
     r = check_n_components(n_components, d)
     if isinstance(init, np.ndarray):

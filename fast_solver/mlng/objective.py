@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from fast_solver.energy import nearest_per_class
+from fast_solver.lmnn.energy import nearest_per_class
 from lmnn_sdp.core.problem import BLOCK_BYTES, check_inputs, check_real_dtype
 from lmnn_sdp.core.psd import check_psd, psd_factor
 

@@ -7,62 +7,23 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from fast_solver.impostors import SEARCH_METHODS
-from fast_solver.result import Stage
-from fast_solver.solver import solve
+from fast_solver._base import LinearMetricTransformer, labelled_inputs
+from fast_solver.lmnn.impostors import SEARCH_METHODS
+from fast_solver.lmnn.result import Stage
+from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
-
-
-class MahalanobisMixin:
-    """metric-learn's view of a learned linear map ``L = components_`` (n_components,
-    n_features): the Mahalanobis matrix ``M = L^T L`` and the distances of pairs."""
-
-    def get_mahalanobis_matrix(self) -> np.ndarray:
-        """``M = components_^T components_``, shape (n_features, n_features)."""
-        check_is_fitted(self)
-        return self.components_.T @ self.components_
-
-    def pair_distance(self, pairs) -> np.ndarray:
-        """``sqrt((x - x')^T M (x - x'))`` of each pair in ``pairs`` (n_pairs, 2, n_features),
-        shape (n_pairs,)."""
-        check_is_fitted(self)
-        _reject_complex(pairs, "pairs")
-        pairs = check_array(pairs, allow_nd=True)
-        check_real_dtype(pairs.dtype, "pairs")
-        d = self.n_features_in_
-        if pairs.ndim != 3 or pairs.shape[1:] != (2, d):
-            raise ValueError(f"pairs must have shape (n_pairs, 2, {d}): two points of {d} features "
-                             f"each, got {pairs.shape}; stack them with np.stack([X1, X2], axis=1).")
-        differences = (pairs[:, 0] - pairs[:, 1]) @ self.components_.T
-        return np.sqrt(np.einsum("pr,pr->p", differences, differences))
-
-
-class LinearMetricTransformer(MahalanobisMixin, TransformerMixin):
-    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map,
-    with ``get_mahalanobis_matrix`` and ``pair_distance`` (``MahalanobisMixin``)."""
-
-    def transform(self, X):
-        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
-        return fitted_inputs(self, X) @ self.components_.T
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
 
 class LMNN(LinearMetricTransformer, BaseEstimator):
     """Large Margin Nearest Neighbor metric learning (Weinberger & Saul, JMLR 2009).
 
     Minimises eq. 14 over PSD metrics ``M`` with the certified smoothed-hinge
-    solver of ``fast_solver.solver`` and says converged only when its own dual
+    solver of ``fast_solver.lmnn.solver`` and says converged only when its own dual
     bound proves the relative gap below ``tol``. ``transform`` maps ``x`` to
     ``L x`` with ``L^T L = M``.
 
@@ -81,7 +42,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         Euclidean metric, a random PSD matrix drawn with ``random_state``, or a
         given PSD matrix; each is scaled by the solver's first stage.
     search : {"auto", "blockwise", "balltree"}, default="auto"
-        Impostor-search path (``fast_solver.impostors``).
+        Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
         If positive, print a progress table with one row per continuation
         stage (smoothing width, Newton iterations, upper and lower bounds,
@@ -139,7 +100,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         problem = labelled_problem(self, X, y)
         result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,
-                       callback=_ProgressTable() if self.verbose else None)
+                       callback=StageTable() if self.verbose else None)
         self.components_ = result.components
         self.metric_ = result.metric
         self.objective_ = result.upper
@@ -173,25 +134,6 @@ def labelled_problem(estimator: BaseEstimator, X, y) -> LMNNProblem:
     return LMNNProblem(X, y, k=estimator.k, mu=estimator.mu)
 
 
-def labelled_inputs(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
-    """``X`` (n_samples, n_features) and class labels ``y`` (n_samples,) of ``fit(X, y)``:
-    scikit-learn's validation (sets ``n_features_in_``), complex input refused."""
-    _reject_complex(X)
-    X, y = validate_data(estimator, X, y, ensure_min_samples=2)
-    check_classification_targets(y)
-    return X, y
-
-
-def fitted_inputs(estimator: BaseEstimator, X) -> np.ndarray:
-    """``X`` (n_samples, n_features) checked for a fitted ``estimator``: scikit-learn's
-    validation against the features seen in ``fit``, complex input and dates refused."""
-    check_is_fitted(estimator)
-    _reject_complex(X)
-    X = validate_data(estimator, X, reset=False)
-    check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
-    return X
-
-
 def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> None:
     """A ConvergenceWarning when ``result``'s certified gap is above ``tol``; ``where``
     (e.g. " in 1 of 3 passes (pass 2: 0.01)") names the solves that did not converge."""
@@ -201,18 +143,7 @@ def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> 
                       "Newton iterations; raise max_iter.", ConvergenceWarning)
 
 
-def _reject_complex(X, name: str = "X") -> None:
-    """Complex ``X`` (array, sparse matrix, nested lists) raises before scikit-learn's
-    validation, so the error names ``name`` and the fix; the message keeps scikit-learn's
-    "Complex data not supported"."""
-    dtype = getattr(X, "dtype", None)
-    if not isinstance(dtype, np.dtype):  # lists, data frames, other array-likes
-        dtype = np.asarray(X).dtype
-    if dtype.kind == "c":
-        check_real_dtype(dtype, name)
-
-
-class _ProgressTable:
+class StageTable:
     """Prints one row per continuation stage, as NCA's ``verbose`` prints one per iteration."""
 
     def __init__(self):

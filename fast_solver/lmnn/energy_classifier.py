@@ -10,8 +10,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver.energy import TEST_TARGETS, EnergyModel
-from fast_solver.estimators import LMNN, _reject_complex, fitted_inputs
+from fast_solver.lmnn.energy import TEST_TARGETS, EnergyModel
+from fast_solver._base import fitted_inputs, reject_complex
+from fast_solver.lmnn.estimator import LMNN
 from lmnn_sdp.core.problem import LMNNProblem
 
 
@@ -63,7 +64,7 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit the learner on ``X`` (n_samples, n_features), ``y`` (n_samples,) and keep the
         training side of eq. 15."""
-        _reject_complex(X)
+        reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         if len(np.unique(y)) < 2:

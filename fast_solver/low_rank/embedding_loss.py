@@ -5,13 +5,13 @@ eq. 14 over a rectangular map: ``z_a = L x_a`` (LMCA, ``L`` of shape (r, d)) or
 ``z_a = Omega k_a`` (kernel LMCA, Lemma 3.1), with ``D(a, b) = |z_a - z_b|^2``.
 The objective sees the map only through ``Z``, so loss and gradient come from one
 function of ``Z`` and each parametrisation pulls the gradient back
-(``fast_solver.low_rank``). On a working set of impostor pairs ``(i, l)``
-(``fast_solver.smoothed.WorkingSet``, each pair standing for the ``k`` triplets
+(``fast_solver.low_rank.solver``). On a working set of impostor pairs ``(i, l)``
+(``fast_solver.lmnn.smoothed.WorkingSet``, each pair standing for the ``k`` triplets
 ``(i, j, l)``),
 
     F_w(Z) = (1-mu) sum_{i, j~>i} D(i, j) + mu sum_{(i,j,l)} s_w(1 + D(i, j) - D(i, l)),
 
-``s_w`` the hinge smoothed over a width ``w`` (Huber, ``fast_solver.smoothed``;
+``s_w`` the hinge smoothed over a width ``w`` (Huber, ``fast_solver.lmnn.smoothed``;
 ``w = 1`` is the smooth hinge of Rennie & Srebro that the LMCA paper adopts,
 ``w = 0`` the linear hinge of eq. 14). With ``lambda_t = mu s_w'(h_t)`` and the
 pair weights ``(1-mu) + sum_l lambda_ijl`` on target pairs and
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fast_solver import kernels
-from fast_solver.impostors import impostor_pairs, impostor_radius
-from fast_solver.smoothed import PairGraph, WorkingSet
+from fast_solver.lmnn import compiled
+from fast_solver.lmnn.impostors import impostor_pairs, impostor_radius
+from fast_solver.lmnn.smoothed import PairGraph, WorkingSet
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,10 @@ class EmbeddingLoss:
     def evaluate(self, Z: np.ndarray, width: float) -> EmbeddingEvaluation:
         """``F_width``, eq. 14 and ``dF/dZ`` on the working set at ``Z`` (n, r)."""
         Z3 = np.ascontiguousarray(Z, dtype=float)[None]
-        with kernels.threads_for(self.targets.size * Z.shape[1]):
-            target_d = kernels.target_distances(Z3, self.targets, self.clusters)
-        with kernels.threads_for(self.transition.size * Z.shape[1]):
-            sums = kernels.smoothed_hinge(Z3, self.clusters, target_d, self.ws.ptr, self.ws.impostors,
+        with compiled.threads_for(self.targets.size * Z.shape[1]):
+            target_d = compiled.target_distances(Z3, self.targets, self.clusters)
+        with compiled.threads_for(self.transition.size * Z.shape[1]):
+            sums = compiled.smoothed_hinge(Z3, self.clusters, target_d, self.ws.ptr, self.ws.impostors,
                                           float(width), self.mu, self.target_w, self.pair_w,
                                           self.pair_d, self.transition)
         smooth, hinge, _, _, active, _ = sums.sum(axis=0)
@@ -90,11 +90,11 @@ class EmbeddingLoss:
 
 def search_working_set(Z: np.ndarray, targets: np.ndarray, codes: np.ndarray, band: float) -> WorkingSet:
     """The impostor pairs ``(i, l)`` with ``D(i, l) < max_j D(i, j) + 1 + band`` at ``Z`` (n, r),
-    by the exact search of ``fast_solver.impostors`` (App. A's radius): every triplet whose
+    by the exact search of ``fast_solver.lmnn.impostors`` (App. A's radius): every triplet whose
     hinge exceeds ``-band`` has its pair in the set."""
     Z = np.ascontiguousarray(Z - Z.mean(axis=0))  # distances are translation invariant
-    with kernels.threads_for(targets.size * Z.shape[1]):
-        target_d = kernels.target_distances(Z[None], np.ascontiguousarray(targets, dtype=np.intp),
+    with compiled.threads_for(targets.size * Z.shape[1]):
+        target_d = compiled.target_distances(Z[None], np.ascontiguousarray(targets, dtype=np.intp),
                                             np.zeros(len(Z), np.intp))
     i, l, _ = impostor_pairs(Z, codes, impostor_radius(target_d, band))
     return WorkingSet.from_pairs(i, l, len(Z))

@@ -1,6 +1,6 @@
 """eq. 14 (or eq. 16) with a smoothed hinge on a working set, as a function of ``L`` (``M_w = L^T L``).
 
-On whitened inputs ``x_w`` (``fast_solver.whitening``) and a working set of
+On whitened inputs ``x_w`` (``lmnn_sdp.core.whitening``) and a working set of
 impostor pairs ``(i, l)``, each standing for the ``k`` triplets ``(i, j, l)``,
 
     F_gamma(L) = (1-mu) sum_{i, j~>i} D(i, j) + mu sum_{(i,j,l)} s_gamma(1 + D(i, j) - D(i, l)),
@@ -29,7 +29,7 @@ triplets in transition. LMNN is the case ``C = 1``.
 
 Every matrix sum over pairs goes through a graph Laplacian,
 ``sum_p w_p (x_a - x_b)(x_a - x_b)^T = X^T (Lap_w X)`` (``PairGraph``), whose rows
-are formed by a compiled loop per point (``fast_solver.kernels``); memory grows
+are formed by a compiled loop per point (``fast_solver.lmnn.compiled``); memory grows
 with the number of pairs, never with ``n^2`` or ``(pairs x d)``.
 """
 
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fast_solver import kernels
-from fast_solver.impostors import cross_product, map_clusters
-from fast_solver.whitening import ClusterWhitening
+from fast_solver.lmnn import compiled
+from fast_solver.lmnn.impostors import cross_product, map_clusters
+from lmnn_sdp.core.whitening import ClusterWhitening
 
 
 class PairGraph:
@@ -71,7 +71,7 @@ class PairGraph:
         over the pairs ``p`` joining ``u`` and ``v``; ``X`` (n, r), weights (P,)."""
         edge_w = np.concatenate([weights, weights])[self.order]
         X = self.rows(X)
-        return kernels.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
+        return compiled.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
 
     def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
@@ -176,8 +176,8 @@ class SmoothedObjective:
         ``hessian_product`` and ``multipliers``."""
         self.n_evaluations += 1
         Z = map_clusters(self.X, L)
-        target_d = kernels.target_distances(Z, self.targets, self.clusters)
-        sums = kernels.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
+        target_d = compiled.target_distances(Z, self.targets, self.clusters)
+        sums = compiled.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
                                       self.mu, self.target_w, self.pair_w, self.pair_d, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
@@ -206,7 +206,7 @@ class SmoothedObjective:
                                                    np.concatenate([t[:, 1], t[:, 2]]),
                                                    self.clusters, len(self.X))
         t = self._transition
-        c = kernels.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        c = compiled.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
         return out + 2.0 * np.matmul(ev.L, S)
@@ -234,7 +234,7 @@ class SmoothedObjective:
         Every distance is a polynomial in ``t`` (``zz + 2 t zy + t^2 yy``, or ``zz + t yy``
         along the metric), so its coefficients are formed once and each ``t`` costs one pass
         over the triplets without matrix products; the change is summed term by term
-        (``kernels.ray_change``), so decreases far below the rounding of ``F_gamma`` itself
+        (``compiled.ray_change``), so decreases far below the rounding of ``F_gamma`` itself
         are seen (digits PCA-6, n=200, class metrics: Newton's last steps gain 1e-11 on 1,049)."""
         ev = self.current
         Y = np.zeros_like(self.Z)
@@ -242,13 +242,13 @@ class SmoothedObjective:
             np.matmul(self.X[c], V[c].T, out=Y[c])
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
-        kernels.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
+        compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
                                  target_c, pair_c)
         work = (len(self.ws) + n) * k
 
         def change(t: float) -> float:
-            with kernels.threads_for(work):
-                return kernels.ray_change(target_c, pair_c, self.ws.ptr, float(t), not metric,
+            with compiled.threads_for(work):
+                return compiled.ray_change(target_c, pair_c, self.ws.ptr, float(t), not metric,
                                           ev.gamma, self.mu)
         return change
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_wine
 
-from fast_solver.whitening import whiten
+from lmnn_sdp.core.whitening import whiten
 from lmnn_sdp.core.problem import LMNNProblem
 
 

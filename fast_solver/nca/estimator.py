@@ -1,4 +1,4 @@
-"""scikit-learn estimator for NCA, a thin shell over ``fast_solver.nca.minimize_nca``."""
+"""scikit-learn estimator for NCA, a thin shell over ``fast_solver.nca.objective.minimize_nca``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, _fit_co
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.estimators import LinearMetricTransformer, labelled_inputs
-from fast_solver.nca import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
+from fast_solver._base import LinearMetricTransformer, labelled_inputs
+from fast_solver.nca.objective import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
 
 
 class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimator):
@@ -23,14 +23,14 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     ``g(A) = sum_i log p_i`` (eq. 6) over ``A`` (n_components, n_features) with
     L-BFGS-B; parameters named as scikit-learn's ``NeighborhoodComponentsAnalysis``.
     Distances are computed in blocks of rows within ``working_memory`` MiB, never the
-    n x n matrix at once (``fast_solver.nca``).
+    n x n matrix at once (``fast_solver.nca.objective``).
 
     Parameters
     ----------
     n_components : int, default=None
         Rows of ``A``, at most n_features; ``None`` means n_features.
     init : {"auto", "pca", "lda", "identity", "random"} or ndarray, default="auto"
-        Starting ``A`` (``fast_solver.nca.initial_components``), or an array of shape
+        Starting ``A`` (``fast_solver.nca.objective.initial_components``), or an array of shape
         (n_components, n_features): "auto" picks "lda" when
         ``n_components <= n_classes - 1``, else "pca" when ``n_components`` is below
         ``min(n_features, n_samples)``, else "identity".

@@ -16,9 +16,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.estimators import _ProgressTable, fitted_inputs, labelled_problem, warn_unless_converged
-from fast_solver.impostors import SEARCH_METHODS
-from fast_solver.solver import solve
+from fast_solver._base import fitted_inputs
+from fast_solver.lmnn.estimator import StageTable, labelled_problem, warn_unless_converged
+from fast_solver.lmnn.impostors import SEARCH_METHODS
+from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import BLOCK_BYTES
 from lmnn_sdp.core.psd import psd_factor
 
@@ -51,7 +52,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     """Multi-metric LMNN (Weinberger & Saul, JMLR 2009, sec. 5.2) and its k-NN rule.
 
     Learns one metric per cluster by minimising eq. 16's objective with the
-    certified solver of ``fast_solver.solver``, started from the global LMNN
+    certified solver of ``fast_solver.lmnn.solver``, started from the global LMNN
     optimum, and classifies by majority vote of the ``n_neighbors`` nearest
     training points under ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``.
 
@@ -128,7 +129,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         options = dict(max_iter=self.max_iter, tol=self.tol, search=self.search)
         self.global_result_ = solve(problem, **options)
         result = solve(problem, self.global_result_.metric, clusters=self.clusters_, **options,
-                       callback=_ProgressTable() if self.verbose else None)
+                       callback=StageTable() if self.verbose else None)
         self.metrics_ = result.metric
         self.objective_, self.lower_bound_ = result.upper, result.lower
         self.n_iter_, self.converged_, self.result_ = result.n_iter, result.converged, result

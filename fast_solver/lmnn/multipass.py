@@ -35,10 +35,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.estimators import LinearMetricTransformer, labelled_problem, warn_unless_converged
-from fast_solver.impostors import SEARCH_METHODS, pair_distances
-from fast_solver.result import FastLMNNResult
-from fast_solver.solver import solve
+from fast_solver._base import LinearMetricTransformer
+from fast_solver.lmnn.estimator import labelled_problem, warn_unless_converged
+from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
+from fast_solver.lmnn.result import FastLMNNResult
+from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, nearest_same_class
 from lmnn_sdp.core.psd import psd_factor
 

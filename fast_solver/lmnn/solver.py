@@ -10,17 +10,17 @@ the smallest of the clusters' scales into the dual cone, the certificate each
 cluster's impostor multipliers by its own).
 
 1. **Coordinates.** The data range whitened by the pull matrix
-   (``fast_solver.whitening``): the problem and every step are the same for any
+   (``lmnn_sdp.core.whitening``): the problem and every step are the same for any
    linear map of the inputs, feature scaling included.
 2. **Smoothed hinge, exact working set.** Each stage minimises ``F_gamma`` of
-   ``fast_solver.smoothed`` (eq. 14 with the hinge smoothed over a width
+   ``fast_solver.lmnn.smoothed`` (eq. 14 with the hinge smoothed over a width
    ``gamma``) over ``L`` with ``M_w = L^T L``, on the pairs found by an exact
-   impostor search (``fast_solver.working_set``). The set is searched again
+   impostor search (``fast_solver.lmnn.working_set``). The set is searched again
    when the metric has moved by ``STALE_DRIFT`` (relative, spectral norm) since
    the last search, and at the end of every stage.
 3. **Second order.** The Newton iterations are a trust-region method with
    truncated conjugate gradients and an exact line search along each step
-   (``fast_solver.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
+   (``fast_solver.lmnn.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
    product costs one pass over the triplets in transition (``0 < h < gamma``), a
    point of the line search one pass over the working set without matrix products.
    Steps are capped at ``MAX_RADIUS |L|``, so no step lands on ``L = 0``, and when
@@ -73,7 +73,7 @@ What was tried and measured (2-core machine; "gap" is the certified relative gap
   (some 40 a cluster): letters, 4,000 rows, 26 metrics, 9.0 s of 24.9 s in escapes.
 * SciPy's ``trust-krylov`` as the Newton method: letters 9.8 s to 5.3e-7, but it
   returned NaN steps where the gradient vanishes (``L = 0`` on 4 of the 31
-  built-in instances); hence ``fast_solver.trust_region``.
+  built-in instances); hence ``fast_solver.lmnn.trust_region``.
 * Smoothing with a C^2 transition (smoothstep multipliers) instead of Huber: no
   fewer Newton iterations (Fashion-MNIST 5,000 x PCA-64: 74 against 81 in the
   last stage).
@@ -118,13 +118,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from fast_solver import trust_region
-from fast_solver.impostors import SEARCH_METHODS, check_band
-from fast_solver.result import FastLMNNResult, Stage
-from fast_solver.smoothed import Evaluation, SmoothedObjective
-from fast_solver.start import best_scale
-from fast_solver.whitening import ClusterWhitening, Whitening, whiten_clusters
-from fast_solver.working_set import ExactSearch
+from fast_solver.lmnn import trust_region
+from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
+from fast_solver.lmnn.result import FastLMNNResult, Stage
+from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective
+from fast_solver.lmnn.start import best_scale
+from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
+from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
@@ -163,7 +163,7 @@ def solve(
     problem : LMNNProblem
     M0 : array-like of shape (d, d) or (C, d, d), optional
         PSD starting metric(s). For LMNN the Euclidean one by default, rescaled by
-        its best multiple on a sample (``fast_solver.start``; letters, 16,000 rows:
+        its best multiple on a sample (``fast_solver.lmnn.start``; letters, 16,000 rows:
         4.0 s from the Euclidean metric against 4.8 s from the whitened identity).
         With ``clusters``, every cluster starts at ``M0`` as given (one metric for
         all, or one each), by default at the LMNN optimum of the same problem
@@ -178,7 +178,7 @@ def solve(
     band : float >= 0
         Slack of the working set: pairs within ``max_j D(i, j) + 1 + band``.
     search : {"auto", "blockwise", "balltree"}
-        Impostor-search path (``fast_solver.impostors``).
+        Impostor-search path (``fast_solver.lmnn.impostors``).
     callback : callable, optional
         Called with a ``Stage`` after every stage.
     progress : bool

@@ -6,9 +6,9 @@ implicit=True)``), solved in its whitened coordinates (``lmnn_sdp.mmc.bound``, s
 
 - full metric: the generalised power method of ``lmnn_sdp.mmc.refine`` with Anderson
   extrapolation (``ascend``), each step one pass over the pairs
-  (``mmc_kernels.gradient_rows``, ``O(P (k + r))`` for a metric of rank ``k``);
-- diagonal metric: Xing et al.'s Newton method made projected (``fast_solver.xing``),
-  each iteration one pass with the (r, r) Hessian (``mmc_kernels.xing_sums``).
+  (``compiled.gradient_rows``, ``O(P (k + r))`` for a metric of rank ``k``);
+- diagonal metric: Xing et al.'s Newton method made projected (``fast_solver.mmc.xing``),
+  each iteration one pass with the (r, r) Hessian (``compiled.xing_sums``).
 
 Either runs until its estimated gap is below ``tol / 4`` (or it can do no better); then
 the certificate of ``lmnn_sdp.mmc.certificate`` is computed at its answer with the
@@ -26,8 +26,8 @@ from numbers import Integral
 import numpy as np
 from tqdm.auto import tqdm
 
-from fast_solver.mmc_kernels import gradient_rows, xing_sums
-from fast_solver.xing import XingSums, projected_newton
+from fast_solver.mmc.compiled import gradient_rows, xing_sums
+from fast_solver.mmc.xing import XingSums, projected_newton
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
@@ -175,7 +175,7 @@ class _WhitenedPairs:
 
     def run(self, point: np.ndarray, target: float, budget: int, bar) -> tuple:
         """One round of the inner method from ``point``: ``(point, steps, gap, stop)``, the
-        stop as in ``fast_solver.xing.NewtonRun``."""
+        stop as in ``fast_solver.mmc.xing.NewtonRun``."""
         def callback(step, value, gap):
             bar.update(1 if step else 0)
             bar.set_postfix(f=f"{value:.10g}", gap=f"{gap:.2e}", refresh=False)
@@ -200,7 +200,7 @@ class _WhitenedPairs:
         return Gradient(float(values.sum() / 2), (G + G.T) / 2, bool(collapsed.any()))
 
     def xing(self, b: np.ndarray, hessian: bool) -> XingSums:
-        """``fast_solver.xing``'s sums at ``b`` (r,), one pass (``xing_sums``)."""
+        """``fast_solver.mmc.xing``'s sums at ``b`` (r,), one pass (``xing_sums``)."""
         values, gradients, packed, collapsed = xing_sums(self.ZT, b, self.class_end,
                                                          self.chunks, hessian)
         H = None

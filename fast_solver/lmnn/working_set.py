@@ -1,8 +1,8 @@
 """Exact impostor searches at successive metrics, skipping the points that provably need none.
 
-The working set of ``fast_solver.smoothed`` holds the pairs ``(i, l)`` within
+The working set of ``fast_solver.lmnn.smoothed`` holds the pairs ``(i, l)`` within
 ``impostor_radius = max_j D(i, j) + 1 + band`` found by the last exact search of
-point ``i`` (``fast_solver.impostors``), so every triplet whose hinge exceeds
+point ``i`` (``fast_solver.lmnn.impostors``), so every triplet whose hinge exceeds
 ``-band`` is in it. The smoothed hinge and the exact hinge vanish for ``h <= 0``,
 so both objectives restricted to the set equal their values over all triplets
 as long as no triplet outside the set has a positive hinge, which is what a
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fast_solver import kernels
-from fast_solver.impostors import cluster_impostor_pairs, cluster_pair_distances, impostor_radius, map_clusters
-from fast_solver.smoothed import WorkingSet
-from fast_solver.whitening import ClusterWhitening
+from fast_solver.lmnn import compiled
+from fast_solver.lmnn.impostors import cluster_impostor_pairs, cluster_pair_distances, impostor_radius, map_clusters
+from fast_solver.lmnn.smoothed import WorkingSet
+from lmnn_sdp.core.whitening import ClusterWhitening
 
 
 class ExactSearch:
@@ -62,7 +62,7 @@ class ExactSearch:
         searched, the old ones for the points proved clean (module docstring)."""
         M = np.matmul(L.transpose(0, 2, 1), L)
         Z = map_clusters(self.X, L)
-        radius = impostor_radius(kernels.target_distances(Z, self.targets, self.clusters), self.band)
+        radius = impostor_radius(compiled.target_distances(Z, self.targets, self.clusters), self.band)
         shrink = 0.0 if self.metric is None else min(map(contraction_factor, self.metric, M))
         floor = self.floor * shrink
         searched = floor < radius - self.band
@@ -104,7 +104,7 @@ def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12
     """The largest ``c >= 0`` with ``M_new - c M_old`` PSD, so ``D_new(x, z) >= c D_old(x, z)``.
 
     This bound on how much any distance can shrink lets a re-check skip the
-    points whose impostor radius is still covered (``fast_solver.working_set``).
+    points whose impostor radius is still covered (``fast_solver.lmnn.working_set``).
     With ``M_old = U Lambda U^T`` (``U`` of shape (d, r), its range) and ``N``
     its null space, ``c`` is the smallest eigenvalue of
     ``Lambda^{-1/2} S Lambda^{-1/2}`` where ``S`` is the Schur complement of

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from fast_solver.mlng import batch_losses, check_model, summed_losses
+from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
 from lmnn_sdp.core.problem import check_inputs
 from lmnn_sdp.core.psd import psd_factor
 

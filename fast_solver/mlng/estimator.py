@@ -1,4 +1,4 @@
-"""scikit-learn estimator for MLNG, a thin shell over ``fast_solver.mlng_sgd.fit_mlng``."""
+"""scikit-learn estimator for MLNG, a thin shell over ``fast_solver.mlng.sgd.fit_mlng``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver.estimators import LinearMetricTransformer, _reject_complex
-from fast_solver.mlng_sgd import MLNGEpoch, fit_mlng
+from fast_solver._base import LinearMetricTransformer, reject_complex
+from fast_solver.mlng.sgd import MLNGEpoch, fit_mlng
 from lmnn_sdp.core.problem import check_real_dtype
 from lmnn_sdp.core.psd import check_psd
 
@@ -26,7 +26,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
     Minimises eq. 10, ``||W||_F^2 + C sum_i L_i(W)``, where ``L_i`` (eq. 5-6) is the
     structured hinge between the best ``k``-set of other points plus its classification loss
     (Alg. 3) and the best set voting for ``y_i`` alone (Alg. 2), by projected stochastic
-    gradient descent with the learning rate ``1/t`` (Alg. 1, ``fast_solver.mlng_sgd``).
+    gradient descent with the learning rate ``1/t`` (Alg. 1, ``fast_solver.mlng.sgd``).
     ``transform`` maps ``x`` to ``L x`` with ``L^T L = W``.
 
     Parameters
@@ -53,7 +53,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         If positive, print one row per epoch (objective, mean loss, ``||W||_F``, steps,
         seconds).
     callback : callable or None, default=None
-        Called after every epoch with a ``fast_solver.mlng_sgd.MLNGEpoch``.
+        Called after every epoch with a ``fast_solver.mlng.sgd.MLNGEpoch``.
     random_state : int, RandomState instance or None, default=None
         Seeds the order in which SGD visits the points.
 
@@ -69,7 +69,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         Epochs run.
     converged_ : bool
         Whether the stopping rule fired before ``max_iter`` epochs.
-    result_ : fast_solver.mlng_sgd.MLNGResult
+    result_ : fast_solver.mlng.sgd.MLNGResult
     classes_ : ndarray of shape (n_classes,)
         The order of the rows and columns of ``loss_matrix``.
     n_features_in_ : int
@@ -105,7 +105,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
     def fit(self, X, y):
         """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y``
         (n_samples,); returns self."""
-        _reject_complex(X)
+        reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
         check_classification_targets(y)

@@ -1,0 +1,79 @@
+"""What the fast solvers' scikit-learn estimators share: metric-learn's Mahalanobis view of a
+linear map, the input checks of ``fit`` and ``transform``."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from lmnn_sdp.core.problem import check_real_dtype
+
+
+class MahalanobisMixin:
+    """metric-learn's view of a learned linear map ``L = components_`` (n_components,
+    n_features): the Mahalanobis matrix ``M = L^T L`` and the distances of pairs."""
+
+    def get_mahalanobis_matrix(self) -> np.ndarray:
+        """``M = components_^T components_``, shape (n_features, n_features)."""
+        check_is_fitted(self)
+        return self.components_.T @ self.components_
+
+    def pair_distance(self, pairs) -> np.ndarray:
+        """``sqrt((x - x')^T M (x - x'))`` of each pair in ``pairs`` (n_pairs, 2, n_features),
+        shape (n_pairs,)."""
+        check_is_fitted(self)
+        reject_complex(pairs, "pairs")
+        pairs = check_array(pairs, allow_nd=True)
+        check_real_dtype(pairs.dtype, "pairs")
+        d = self.n_features_in_
+        if pairs.ndim != 3 or pairs.shape[1:] != (2, d):
+            raise ValueError(f"pairs must have shape (n_pairs, 2, {d}): two points of {d} features "
+                             f"each, got {pairs.shape}; stack them with np.stack([X1, X2], axis=1).")
+        differences = (pairs[:, 0] - pairs[:, 1]) @ self.components_.T
+        return np.sqrt(np.einsum("pr,pr->p", differences, differences))
+
+
+class LinearMetricTransformer(MahalanobisMixin, TransformerMixin):
+    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map,
+    with ``get_mahalanobis_matrix`` and ``pair_distance`` (``MahalanobisMixin``)."""
+
+    def transform(self, X):
+        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
+        return fitted_inputs(self, X) @ self.components_.T
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def labelled_inputs(estimator: BaseEstimator, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` (n_samples, n_features) and class labels ``y`` (n_samples,) of ``fit(X, y)``:
+    scikit-learn's validation (sets ``n_features_in_``), complex input refused."""
+    reject_complex(X)
+    X, y = validate_data(estimator, X, y, ensure_min_samples=2)
+    check_classification_targets(y)
+    return X, y
+
+
+def fitted_inputs(estimator: BaseEstimator, X) -> np.ndarray:
+    """``X`` (n_samples, n_features) checked for a fitted ``estimator``: scikit-learn's
+    validation against the features seen in ``fit``, complex input and dates refused."""
+    check_is_fitted(estimator)
+    reject_complex(X)
+    X = validate_data(estimator, X, reset=False)
+    check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check
+    return X
+
+
+def reject_complex(X, name: str = "X") -> None:
+    """Complex ``X`` (array, sparse matrix, nested lists) raises before scikit-learn's
+    validation, so the error names ``name`` and the fix; the message keeps scikit-learn's
+    "Complex data not supported"."""
+    dtype = getattr(X, "dtype", None)
+    if not isinstance(dtype, np.dtype):  # lists, data frames, other array-likes
+        dtype = np.asarray(X).dtype
+    if dtype.kind == "c":
+        check_real_dtype(dtype, name)
