@@ -25,6 +25,7 @@ settings.register_profile("ci", max_examples=40, derandomize=True, deadline=None
 settings.register_profile("long", max_examples=2000, derandomize=False, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+SLOW_EXAMPLES = settings().max_examples // 5  # the solvers that take longer per example
 
 KINDS = ("gaussian", "binary", "integers", "duplicates", "collinear", "scales", "tiny", "huge")
 
@@ -126,7 +127,7 @@ def test_fast_solver_claims_hold(problem):
 
 
 @given(problems())
-@settings(max_examples=8)
+@settings(max_examples=SLOW_EXAMPLES)
 def test_fast_multi_metric_claims_hold_with_one_point_clusters(problem):
     if problem is None:
         return
@@ -139,7 +140,7 @@ def test_fast_multi_metric_claims_hold_with_one_point_clusters(problem):
 
 
 @given(problems())
-@settings(max_examples=8)
+@settings(max_examples=SLOW_EXAMPLES)
 def test_exact_solver_claims_hold(problem):
     if problem is None:
         return
