@@ -1,7 +1,10 @@
 """What the fast solvers' scikit-learn estimators share: metric-learn's Mahalanobis view of a
-linear map, the input checks of ``fit`` and ``transform``."""
+linear map, the input checks of ``fit`` and ``transform``, and the progress table of ``verbose``."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -77,3 +80,36 @@ def reject_complex(X, name: str = "X") -> None:
         dtype = np.asarray(X).dtype
     if dtype.kind == "c":
         check_real_dtype(dtype, name)
+
+
+class ProgressTable:
+    """The table a ``verbose`` fit prints to stdout, one row per stage, pass or epoch, as
+    scikit-learn's NCA prints one per iteration.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, the prefix of every line.
+    columns : sequence of (title, width, format)
+        One per column: its title, its width in characters, a format spec without the width
+        (``"d"``, ``".2e"``, ``""``).
+
+    Examples
+    --------
+    >>> table = ProgressTable("LMNN", [("Stage", 6, "d"), ("Gap", 9, ".2e")])
+    [LMNN]
+    [LMNN]  Stage       Gap
+    [LMNN] ----------------
+    >>> table.row(0, 0.5)
+    [LMNN]      0  5.00e-01
+    """
+
+    def __init__(self, name: str, columns: Sequence[tuple[str, int, str]]):
+        self.name, self.columns = name, tuple(columns)
+        header = " ".join(f"{title:>{width}}" for title, width, _ in self.columns)
+        print(f"[{name}]\n[{name}] {header}\n[{name}] {'-' * len(header)}", file=sys.stdout)
+
+    def row(self, *values) -> None:
+        """Print one row, ``values`` in the order of ``columns``."""
+        cells = " ".join(f"{value:>{width}{spec}}" for value, (_, width, spec) in zip(values, self.columns))
+        print(f"[{self.name}] {cells}", file=sys.stdout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from numbers import Integral, Real
 
@@ -12,9 +11,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer, labelled_inputs
+from fast_solver._base import LinearMetricTransformer, ProgressTable, labelled_inputs
 from fast_solver.lmnn.impostors import SEARCH_METHODS
-from fast_solver.lmnn.result import Stage
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 
@@ -100,7 +98,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         problem = labelled_problem(self, X, y)
         result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,
-                       callback=StageTable() if self.verbose else None)
+                       callback=stage_table() if self.verbose else None)
         self.components_ = result.components
         self.metric_ = result.metric
         self.objective_ = result.upper
@@ -143,15 +141,10 @@ def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> 
                       "Newton iterations; raise max_iter.", ConvergenceWarning)
 
 
-class StageTable:
-    """Prints one row per continuation stage, as NCA's ``verbose`` prints one per iteration."""
-
-    def __init__(self):
-        header = (f"{'Stage':>6} {'Gamma':>9} {'Newton':>7} {'Upper':>16} {'Lower':>16} "
-                  f"{'Gap':>9} {'Active':>9} {'Time(s)':>9}")
-        print(f"[LMNN]\n[LMNN] {header}\n[LMNN] {'-' * len(header)}", file=sys.stdout)
-
-    def __call__(self, stage: Stage) -> None:
-        print(f"[LMNN] {stage.stage:>6d} {stage.gamma:>9.2e} {stage.newton_iterations:>7d} "
-              f"{stage.upper:>16.9e} {stage.lower:>16.9e} {stage.relative_gap:>9.2e} "
-              f"{stage.n_active:>9d} {stage.elapsed:>9.2f}", file=sys.stdout)
+def stage_table(name: str = "LMNN"):
+    """The ``verbose`` callback of an LMNN fit: one row per continuation ``Stage``."""
+    table = ProgressTable(name, [("Stage", 6, "d"), ("Gamma", 9, ".2e"), ("Newton", 7, "d"),
+                                 ("Upper", 16, ".9e"), ("Lower", 16, ".9e"), ("Gap", 9, ".2e"),
+                                 ("Active", 9, "d"), ("Time(s)", 9, ".2f")])
+    return lambda s: table.row(s.stage, s.gamma, s.newton_iterations, s.upper, s.lower,
+                               s.relative_gap, s.n_active, s.elapsed)

@@ -17,7 +17,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import fitted_inputs
-from fast_solver.lmnn.estimator import StageTable, labelled_problem, warn_unless_converged
+from fast_solver.lmnn.estimator import labelled_problem, stage_table, warn_unless_converged
 from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import BLOCK_BYTES
@@ -129,7 +129,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         options = dict(max_iter=self.max_iter, tol=self.tol, search=self.search)
         self.global_result_ = solve(problem, **options)
         result = solve(problem, self.global_result_.metric, clusters=self.clusters_, **options,
-                       callback=StageTable() if self.verbose else None)
+                       callback=stage_table("MultiMetricLMNN") if self.verbose else None)
         self.metrics_ = result.metric
         self.objective_, self.lower_bound_ = result.upper, result.lower
         self.n_iter_, self.converged_, self.result_ = result.n_iter, result.converged, result

@@ -25,7 +25,6 @@ problem vanishes, so there is nothing left to solve.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer
+from fast_solver._base import LinearMetricTransformer, ProgressTable
 from fast_solver.lmnn.estimator import labelled_problem, warn_unless_converged
 from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.lmnn.result import FastLMNNResult
@@ -283,7 +282,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         """Learn the composed transformation from ``X`` (n_samples, n_features) and ``y``."""
         result = solve_multipass(labelled_problem(self, X, y), max_passes=self.max_passes,
                                  stop=self.stop, max_iter=self.max_iter, tol=self.tol,
-                                 search=self.search, callback=_PassTable() if self.verbose else None)
+                                 search=self.search, callback=_pass_table() if self.verbose else None)
         self.components_, self.metric_ = result.components, result.metric
         self.n_passes_, self.n_iter_ = result.n_passes, result.n_iter
         self.converged_, self.result_ = result.converged, result
@@ -294,17 +293,11 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         return self
 
 
-class _PassTable:
-    """Prints one row per pass of ``MultiPassLMNN``, as ``LMNN``'s verbose prints one per stage."""
-
-    def __init__(self):
-        header = (f"{'Pass':>5} {'Changed':>8} {'Newton':>7} {'Upper':>16} {'Lower':>16} "
-                  f"{'Gap':>9} {'Time(s)':>9}")
-        print(f"[MultiPassLMNN]\n[MultiPassLMNN] {header}\n[MultiPassLMNN] {'-' * len(header)}",
-              file=sys.stdout)
-
-    def __call__(self, number: int, result: FastLMNNResult, changed: int | None) -> None:
-        shown = "-" if changed is None else str(changed)
-        print(f"[MultiPassLMNN] {number:>5d} {shown:>8} {result.n_iter:>7d} {result.upper:>16.9e} "
-              f"{result.lower:>16.9e} {result.relative_gap:>9.2e} {result.timings['total']:>9.2f}",
-              file=sys.stdout)
+def _pass_table():
+    """The ``verbose`` callback of ``MultiPassLMNN``: one row per pass."""
+    table = ProgressTable("MultiPassLMNN", [("Pass", 5, "d"), ("Changed", 8, ""), ("Newton", 7, "d"),
+                                            ("Upper", 16, ".9e"), ("Lower", 16, ".9e"),
+                                            ("Gap", 9, ".2e"), ("Time(s)", 9, ".2f")])
+    return lambda number, r, changed: table.row(number, "-" if changed is None else str(changed),
+                                                r.n_iter, r.upper, r.lower, r.relative_gap,
+                                                r.timings["total"])

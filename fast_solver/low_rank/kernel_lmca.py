@@ -41,12 +41,12 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver._base import fitted_inputs
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import in_chunks, map_rows
-from fast_solver.low_rank.lmca import check_init_array, warn_unless_stationary
-from fast_solver.low_rank.solver import HINGES, LMCAResult, ProgressTable, minimise, start_scale
+from fast_solver.low_rank.embedding_loss import embedding_loss
+from fast_solver.low_rank.lmca import check_init_array, stage_table, warn_unless_stationary
+from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem
 
 KERNELS = ("rbf", "poly")
@@ -326,7 +326,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         result = solve_kernel_lmca(problem, kernel, n_components, init=init, hinge=self.hinge,
                                    tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
                                    kernel_memory=int(self.kernel_memory * 2**20), callback=self.callback,
-                                   report=ProgressTable(type(self).__name__) if self.verbose else None)
+                                   report=stage_table(type(self).__name__) if self.verbose else None)
         self.kernel_ = kernel
         self.X_fit_ = problem.X
         self.dual_coef_ = result.components

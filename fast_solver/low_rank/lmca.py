@@ -28,13 +28,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver.low_rank.embedding_loss import embedding_loss
-from fast_solver.lmnn.impostors import cross_product, map_rows
-from fast_solver._base import LinearMetricTransformer
+from fast_solver._base import LinearMetricTransformer, ProgressTable
 from fast_solver.lmnn.estimator import labelled_problem
-from fast_solver.low_rank.solver import HINGES, LMCAResult, ProgressTable, minimise, start_scale
+from fast_solver.lmnn.impostors import cross_product, map_rows
 from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
+from fast_solver.low_rank.embedding_loss import embedding_loss
+from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
 
@@ -273,7 +273,7 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         result = solve_lmca(problem, n_components, init=init, hinge=self.hinge, tol=self.tol,
                             max_iter=self.max_iter, random_state=self.random_state,
                             callback=self.callback,
-                            report=ProgressTable(type(self).__name__) if self.verbose else None)
+                            report=stage_table(type(self).__name__) if self.verbose else None)
         self.components_ = result.components
         self.objective_ = result.objective
         self.n_iter_ = result.n_iter
@@ -292,3 +292,12 @@ def warn_unless_stationary(estimator: BaseEstimator, result: LMCAResult) -> None
         warnings.warn(f"[{type(estimator).__name__}] L-BFGS did not converge: max_iter="
                       f"{estimator.max_iter} iterations spent before the relative decrease fell "
                       f"below tol={estimator.tol:g}; raise max_iter.", ConvergenceWarning)
+
+
+def stage_table(name: str):
+    """The ``verbose`` report of an LMCA fit: one row per smoothing ``LowRankStage``."""
+    table = ProgressTable(name, [("Stage", 6, "d"), ("Width", 9, ".2e"), ("Iter", 6, "d"),
+                                 ("Value", 16, ".9e"), ("Eq. 14", 16, ".9e"), ("Active", 9, "d"),
+                                 ("Pairs", 9, "d"), ("Time(s)", 9, ".2f")])
+    return lambda s: table.row(s.stage, s.width, s.n_iter, s.value, s.objective, s.n_active,
+                               s.n_pairs, s.elapsed)

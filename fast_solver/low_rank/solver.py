@@ -39,7 +39,6 @@ nothing here certifies it; the full-rank certified lower bound measures it
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,9 +47,9 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
-from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
 from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.start import best_scale
+from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
 from lmnn_sdp.core.problem import LMNNProblem
 
 HINGES = ("linear", "smooth")
@@ -325,18 +324,3 @@ class _Run:
 
 def _centred(Z: np.ndarray) -> np.ndarray:
     return Z - Z.mean(axis=0)
-
-
-class ProgressTable:
-    """Prints one row per smoothing stage (an estimator's ``verbose``), as ``LMNN`` does."""
-
-    def __init__(self, name: str):
-        self.name = name
-        header = (f"{'Stage':>6} {'Width':>9} {'Iter':>6} {'Value':>16} {'Eq. 14':>16} "
-                  f"{'Active':>9} {'Pairs':>9} {'Time(s)':>9}")
-        print(f"[{name}]\n[{name}] {header}\n[{name}] {'-' * len(header)}", file=sys.stdout)
-
-    def __call__(self, stage: LowRankStage) -> None:
-        print(f"[{self.name}] {stage.stage:>6d} {stage.width:>9.2e} {stage.n_iter:>6d} "
-              f"{stage.value:>16.9e} {stage.objective:>16.9e} {stage.n_active:>9d} "
-              f"{stage.n_pairs:>9d} {stage.elapsed:>9.2f}", file=sys.stdout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from numbers import Integral, Real
 
@@ -13,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver._base import LinearMetricTransformer, reject_complex
+from fast_solver._base import LinearMetricTransformer, ProgressTable, reject_complex
 from fast_solver.mlng.sgd import MLNGEpoch, fit_mlng
 from lmnn_sdp.core.problem import check_real_dtype
 from lmnn_sdp.core.psd import check_psd
@@ -134,7 +133,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
 
     def _epoch_callback(self):
         """The user's callback, preceded by a printed row per epoch when ``verbose``."""
-        table = _ProgressTable() if self.verbose else None
+        table = _epoch_table() if self.verbose else None
         if table is None:
             return self.callback
 
@@ -145,14 +144,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         return both
 
 
-class _ProgressTable:
-    """Prints one row per epoch, as NCA's ``verbose`` prints one per iteration."""
-
-    def __init__(self):
-        header = (f"{'Epoch':>6} {'Objective':>16} {'Mean loss':>12} {'||W||_F':>12} "
-                  f"{'Steps':>9} {'Time(s)':>9}")
-        print(f"[MLNG]\n[MLNG] {header}\n[MLNG] {'-' * len(header)}", file=sys.stdout)
-
-    def __call__(self, epoch: MLNGEpoch) -> None:
-        print(f"[MLNG] {epoch.epoch:>6d} {epoch.objective:>16.9e} {epoch.mean_loss:>12.5e} "
-              f"{epoch.norm:>12.5e} {epoch.n_steps:>9d} {epoch.elapsed:>9.2f}", file=sys.stdout)
+def _epoch_table():
+    """The ``verbose`` callback of ``MLNG``: one row per epoch."""
+    table = ProgressTable("MLNG", [("Epoch", 6, "d"), ("Objective", 16, ".9e"), ("Mean loss", 12, ".5e"),
+                                   ("||W||_F", 12, ".5e"), ("Steps", 9, "d"), ("Time(s)", 9, ".2f")])
+    return lambda e: table.row(e.epoch, e.objective, e.mean_loss, e.norm, e.n_steps, e.elapsed)
