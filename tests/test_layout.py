@@ -78,3 +78,28 @@ def test_numpy_parts_never_load_cvxpy():
             "lmnn_sdp.certificates.bounds, lmnn_sdp.core.clusters, lmnn_sdp.mmc.certificate; "
             "assert 'cvxpy' not in sys.modules, 'cvxpy was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_fast_solver_is_one_subpackage_per_family():
+    entries = {p.name for p in (ROOT / "fast_solver").iterdir() if p.name != "__pycache__"}
+    assert len(entries) <= 8, sorted(entries)
+    prefixed = [p for p in (ROOT / "fast_solver").rglob("*.py")
+                if p.stem.split("_")[0] in {"lmnn", "lmca", "mmc", "mlng", "nca", "rca"}
+                and "_" in p.stem]
+    assert prefixed == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    private = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                    private += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                                if a.name.startswith("_") and not a.name.startswith("__")]
+    assert private == []
+
+
+def test_importing_the_solvers_needs_no_linux_only_call():
+    code = "import os; del os.sched_getaffinity; import fast_solver, lmnn_sdp"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

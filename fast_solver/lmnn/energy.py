@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
-from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem, _quadratic_forms, check_inputs
+from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem, check_inputs, quadratic_forms
 from lmnn_sdp.core.psd import psd_factor
 
 TILES = 4  # distance tiles (and temporaries) of one block alive at once
@@ -199,7 +199,7 @@ class EnergyModel:
     def _target_distances(self, T: np.ndarray, near: np.ndarray) -> np.ndarray:
         """``D(t, j)`` (b, K, k) for ``j = near[t, c, r]`` with ``M_{c(j)}``, from differences."""
         V = (T[:, None, None, :] - self.problem.X[near]).reshape(-1, T.shape[1])
-        return _quadratic_forms(V, self.metrics, self.clusters[near].ravel()).reshape(near.shape)
+        return quadratic_forms(V, self.metrics, self.clusters[near].ravel()).reshape(near.shape)
 
     def _distances(self, Tc, products, chunk: slice, metric=None) -> np.ndarray:
         """``D(t, b)`` (rows of ``Tc``, training points ``chunk``) by the Gram identity on

@@ -42,11 +42,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
+from lmnn_sdp.core.machine import available_cores
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
 _BLOCK_BYTES = 64 * 2**20  # per thread
-SEARCH_THREADS = len(os.sched_getaffinity(0))
+SEARCH_THREADS = available_cores()
 _PAIR_CHUNK = 1 << 15
 _MIN_CHUNK = 1 << 11
 _POOL = None  # (pid, executor) of _thread_pool

@@ -25,7 +25,6 @@ same-class points are one slice of columns. For ``g`` the within-class softmax
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -36,14 +35,14 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.utils import check_random_state, gen_batches
 from threadpoolctl import threadpool_limits
 
+from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
-
 
 OBJECTIVES = ("f", "g")
 INITS = ("auto", "pca", "lda", "identity", "random")
 WORKING_MEMORY = 64  # MiB for one block of rows
 MAX_EXPONENT = 700.0  # exp(-700) = 1e-304 is the smallest softmax term computed
-THREADS = len(os.sched_getaffinity(0))
+THREADS = available_cores()
 BLOCK_ARRAYS = 2  # float arrays of a block's shape (b, n) alive at once: distances/weights, q_ij of g
 
 

@@ -177,8 +177,8 @@ class LMNNProblem:
             if len(metrics) == 1:
                 margin = 1.0 + np.einsum("td,td->t", (a - b) @ metrics[0], a + b)
             else:
-                margin = (1.0 + _quadratic_forms(a, metrics, owner[s[:, 1]])
-                          - _quadratic_forms(b, metrics, owner[s[:, 2]]))
+                margin = (1.0 + quadratic_forms(a, metrics, owner[s[:, 1]])
+                          - quadratic_forms(b, metrics, owner[s[:, 2]]))
             out[start:start + 65536] = margin
         return out
 
@@ -245,7 +245,7 @@ class LMNNProblem:
 
     def _target_distances(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray) -> np.ndarray:
         V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
-        return _quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
+        return quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
     def _hinge_blocks(self, metrics: np.ndarray, owner: np.ndarray, target_d: np.ndarray,
                       Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -315,7 +315,7 @@ def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
 
 
 
-def _quadratic_forms(V: np.ndarray, metrics: np.ndarray, which: np.ndarray) -> np.ndarray:
+def quadratic_forms(V: np.ndarray, metrics: np.ndarray, which: np.ndarray) -> np.ndarray:
     """``v_p^T M_{which[p]} v_p`` for the rows of ``V`` (P, d); shape (P,)."""
     if len(metrics) == 1:
         return np.einsum("pd,pd->p", V @ metrics[0], V)

@@ -23,7 +23,7 @@ import numpy as np
 import fast_solver
 from validation.exact import format_table
 from validation.experiments.knn import knn_error, nearest_neighbours
-from validation.experiments.protocol import K, MU, load_split
+from validation.experiments.protocol import MU, K, load_split
 
 PAPER = {"3-NN": 3.60, "energy": 2.67}  # Table 1, letters
 RULES = {"eq. 15 (euclidean, 1)": ("euclidean", 1.0), "metric targets (metric, 1)": ("metric", 1.0),

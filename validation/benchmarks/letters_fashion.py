@@ -31,11 +31,9 @@ import argparse
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 
-import numpy as np
-from sklearn.neighbors import KNeighborsClassifier
+from lmnn_sdp.core.machine import available_cores
+from validation.benchmarks.common import in_fresh_process, knn_error
 
 DATA = {"letters": 1e-6, "fashion-10k": 1e-4, "fashion-60k": 1e-4}  # data -> certified gap to reach
 
@@ -47,12 +45,12 @@ def main(argv=None) -> int:
     parser.add_argument("--pylmnn-60k", action="store_true", help="also fit PyLMNN on fashion-60k")
     parser.add_argument("--max-iter", type=int, default=1000, help="Newton budget of the fast solver")
     args = parser.parse_args(argv)
-    print(f"machine: {_cpu_count()} cores; wall-clock times")
+    print(f"machine: {available_cores()} cores; wall-clock times")
     for name in args.data:
-        fast = _in_fresh_process(fit_fast, name, DATA[name], args.max_iter)
+        fast = in_fresh_process(fit_fast, name, DATA[name], args.max_iter)
         rows = [fast]
         if not args.skip_pylmnn and (name != "fashion-60k" or args.pylmnn_60k):
-            rows.append(_in_fresh_process(fit_pylmnn, name, fast["lower"]))
+            rows.append(in_fresh_process(fit_pylmnn, name, fast["lower"]))
         _print(name, rows)
     return 0
 
@@ -91,8 +89,8 @@ def fit_fast(name: str, tol: float, max_iter: int) -> dict:
                 f"{r.n_hessian_products} Hessian products, {r.n_active} active triplets; "
                 + ", ".join(f"{k} {v:.1f} s" for k, v in r.timings.items())),
         warned=[str(w.message) for w in caught],
-        error=_knn_error(model.transform(X_train), y_train, model.transform(X_test), y_test),
-        euclidean_error=_knn_error(X_train, y_train, X_test, y_test), peak_gib=_peak_gib(),
+        error=knn_error(model.transform(X_train), y_train, model.transform(X_test), y_test),
+        euclidean_error=knn_error(X_train, y_train, X_test, y_test), peak_gib=_peak_gib(),
     )
 
 
@@ -113,7 +111,7 @@ def fit_pylmnn(name: str, lower: float) -> dict:
     return dict(
         solver=f"PyLMNN {version('pylmnn')}", seconds=seconds, n_iter=model.n_iter_,
         objective=objective, lower=None, gap=(objective - lower) / objective, converged=None, tol=None,
-        detail="", warned=[], error=_knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
+        detail="", warned=[], error=knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
         euclidean_error=None, peak_gib=_peak_gib(),
     )
 
@@ -138,24 +136,8 @@ def _print(name: str, rows: list[dict]) -> None:
               "(PyLMNN's gap: its eq. 14 against the fast solver's certified lower bound)")
 
 
-def _in_fresh_process(function, *args):
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(function, *args).result()
-
-
-def _knn_error(Z_train, y_train, Z_test, y_test) -> float:
-    knn = KNeighborsClassifier(n_neighbors=3).fit(Z_train, y_train)
-    return float(np.mean(knn.predict(Z_test) != y_test))
-
-
 def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-
-
-def _cpu_count() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0))
 
 
 if __name__ == "__main__":

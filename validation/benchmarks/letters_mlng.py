@@ -23,20 +23,15 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.neighbors import KNeighborsClassifier
 
 from fast_solver import LMNN, MLNG, NCA
+from validation.benchmarks.common import knn_error
 from validation.datasets import letters_split
 from validation.exact import format_table
 
 PAPER = {"euclidean": 4.79, "lmnn": 3.26, "nca": 4.71, "mlng": 2.32}
 COLUMNS = ("model", "C", "n_iter", "converged", "fit_seconds", "test_error_%", "paper_%")
 TUNING = ("C", "n_iter", "converged", "fit_seconds", "validation_error_%")
-
-
-def knn_error(Z_train, y_train, Z_test, y_test) -> float:
-    """3-NN test error in percent."""
-    return 100.0 * (1.0 - KNeighborsClassifier(3).fit(Z_train, y_train).score(Z_test, y_test))
 
 
 def z_scored(X_fit, *others):
@@ -56,7 +51,7 @@ def fit_scored(model, X, y, X_test, y_test) -> dict:
     seconds = time.perf_counter() - start
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     return {"n_iter": model.n_iter_, "converged": converged, "fit_seconds": seconds,
-            "error": knn_error(model.transform(X), y, model.transform(X_test), y_test)}
+            "error": 100 * knn_error(model.transform(X), y, model.transform(X_test), y_test)}
 
 
 def tune(X, y, args) -> float:
@@ -83,7 +78,7 @@ def run(args) -> list[dict]:
     C = tune(X_raw, y, args) if args.tune else args.C
     X, X_test = z_scored(X_raw, X_test_raw)
     rows = [{"model": "euclidean", "C": "", "n_iter": "", "converged": "", "fit_seconds": 0.0,
-             "test_error_%": knn_error(X, y, X_test, y_test), "paper_%": PAPER["euclidean"]}]
+             "test_error_%": 100 * knn_error(X, y, X_test, y_test), "paper_%": PAPER["euclidean"]}]
     if not args.skip_lmnn:
         row = fit_scored(LMNN(k=3, mu=0.5), X, y, X_test, y_test)
         rows.append({"model": "lmnn", "C": "", **row, "test_error_%": row["error"],

@@ -35,7 +35,8 @@ import warnings
 import numpy as np
 from sklearn.model_selection import ShuffleSplit
 
-from validation.benchmarks.letters_fashion import _knn_error, load
+from validation.benchmarks.common import knn_error
+from validation.benchmarks.letters_fashion import load
 
 
 def main(argv=None) -> int:
@@ -67,11 +68,11 @@ def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
     L = full.components
     rows = [dict(method="LMNN full rank", rank=X_train.shape[1], seconds=time.perf_counter() - tic,
                  n_iter=full.n_iter, objective=full.upper, price=(full.upper - full.lower) / full.lower,
-                 error=_knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
+                 error=knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
                  note=f"certified gap {full.relative_gap:.1e}, lower {full.lower:.6g}")]
     for r in ranks:
         rows.append(dict(method="PCA", rank=r, seconds=0.0, n_iter=0, objective=None, price=None,
-                         error=_knn_error(X_train[:, :r], y_train, X_test[:, :r], y_test), note=""))
+                         error=knn_error(X_train[:, :r], y_train, X_test[:, :r], y_test), note=""))
         tic = time.perf_counter()
         fit = solve_lmca(problem, r, max_iter=max_iter)
         seconds = time.perf_counter() - tic
@@ -79,7 +80,7 @@ def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
         L = fit.components
         rows.append(dict(method="LMCA", rank=r, seconds=seconds, n_iter=fit.n_iter, objective=fit.objective,
                          price=fit.price_of_rank,
-                         error=_knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
+                         error=knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
                          note=f"{fit.status}, {fit.n_stages} stages, {fit.n_searches} searches, "
                               f"{fit.stages[0].n_pairs} pairs after stage 0"))
     return rows
@@ -93,7 +94,7 @@ def ionosphere(splits: int, max_iter: int) -> dict[str, list]:
     X, y = load_mlbench("Ionosphere")
     results = {name: [] for name in ("Euclidean", "LMNN", "kernel LMCA")}
     for train, test in ShuffleSplit(splits, test_size=0.3, random_state=0).split(X):
-        results["Euclidean"].append((_knn_error(X[train], y[train], X[test], y[test]), 0.0, ""))
+        results["Euclidean"].append((knn_error(X[train], y[train], X[test], y[test]), 0.0, ""))
         for name, model in (("LMNN", LMNN(k=3, mu=0.5, tol=1e-4)),
                             ("kernel LMCA", KernelLMCA(k=3, mu=0.5, max_iter=max_iter))):
             tic = time.perf_counter()
@@ -101,7 +102,7 @@ def ionosphere(splits: int, max_iter: int) -> dict[str, list]:
                 warnings.simplefilter("always")
                 model.fit(X[train], y[train])
             seconds = time.perf_counter() - tic
-            error = _knn_error(model.transform(X[train]), y[train], model.transform(X[test]), y[test])
+            error = knn_error(model.transform(X[train]), y[train], model.transform(X[test]), y[test])
             status = model.result_.status if name == "kernel LMCA" else model.result_.message
             results[name].append((error, seconds, f"{status}; {len(caught)} warnings"))
     return results

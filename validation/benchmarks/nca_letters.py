@@ -18,11 +18,10 @@ import argparse
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 
 import numpy as np
-from sklearn.neighbors import KNeighborsClassifier
+
+from validation.benchmarks.common import in_fresh_process, knn_error
 
 
 def main(argv=None) -> int:
@@ -37,12 +36,12 @@ def main(argv=None) -> int:
 
     X, y, X_test, y_test = letters_split()
     start = initial_components(X, y, X.shape[1], "auto")
-    rows = [_in_fresh_process(_fit, "fast_solver", start, args.max_iter, args.working_memory)]
+    rows = [in_fresh_process(_fit, "fast_solver", start, args.max_iter, args.working_memory)]
     if not args.skip_sklearn:
-        rows.append(_in_fresh_process(_fit, "scikit-learn", start, args.max_iter, args.working_memory))
+        rows.append(in_fresh_process(_fit, "scikit-learn", start, args.max_iter, args.working_memory))
     for row in rows:
         row.update(_score(row.pop("components"), X, y, X_test, y_test))
-    _print(rows, args, _knn_error(X, y, X_test, y_test))
+    _print(rows, args, knn_error(X, y, X_test, y_test))
     return 0
 
 
@@ -76,7 +75,7 @@ def _score(components, X, y, X_test, y_test) -> dict:
     from fast_solver import nca_objective
 
     return {"f": nca_objective(components, X, y)[0],
-            "error": _knn_error(X @ components.T, y, X_test @ components.T, y_test)}
+            "error": knn_error(X @ components.T, y, X_test @ components.T, y_test)}
 
 
 def _print(rows: list[dict], args, euclidean_error: float) -> None:
@@ -96,16 +95,6 @@ def _print(rows: list[dict], args, euclidean_error: float) -> None:
         ours, peer = rows
         print(f"scikit-learn / fast_solver: time {peer['seconds'] / ours['seconds']:.2f}x, "
               f"peak memory {peer['peak_gib'] / ours['peak_gib']:.2f}x")
-
-
-def _in_fresh_process(function, *args):
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(function, *args).result()
-
-
-def _knn_error(Z_train, y_train, Z_test, y_test) -> float:
-    knn = KNeighborsClassifier(n_neighbors=3).fit(Z_train, y_train)
-    return float(np.mean(knn.predict(Z_test) != y_test))
 
 
 if __name__ == "__main__":
