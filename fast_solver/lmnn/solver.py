@@ -51,61 +51,7 @@ dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
 complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when
 the estimated gap against the best metric so far is below ``tol``.
 
-What was tried and measured (2-core machine; "gap" is the certified relative gap):
-
-* App. A's projected sub-gradient descent (Alg. 1, the previous solver): on the
-  31 built-in instances it stopped by its own rule 1e-3 to 1.8 above the
-  optimum on 14 of them, so an exact finishing stage had to take over on small
-  problems and nothing proved the answer on large ones.
-* L-BFGS on ``L`` with the same smoothing: stalled at saddles (wine, 80 rows,
-  k=4, mu=0.8: 2.1e-4 above the optimum, a negative eigenvalue of ``G`` on the
-  null space of ``M``) until an escape step was added; letters 16,000: 115
-  iterations and 10.9 s to 7.7e-7.
-* The trust region's ratio test alone (the Steihaug step accepted or rejected by the
-  model's prediction, no line search): the Hessian of ``F_gamma`` jumps wherever a
-  triplet crosses a kink of the smoothed hinge, so on small problems the radius shrank
-  at every kink; class metrics on 120 digits (PCA-10) took 266 and 470 Newton
-  iterations at the first two ``gamma`` and stopped at a certified gap of 9.8e-4 after
-  1,000, on 200 digits (PCA-6) at 1.5e-5, and near the optimum the decrease fell below
-  the rounding of ``F_gamma`` (1e-11 on 1,049). With the exact line search on changes
-  both certify in about 360 iterations; letters, 16,000 rows: 27 iterations, 2.6 s.
-* Escapes along the three clusters of largest ``|P_S(-G_c)|`` only, by full evaluations
-  (some 40 a cluster): letters, 4,000 rows, 26 metrics, 9.0 s of 24.9 s in escapes.
-* SciPy's ``trust-krylov`` as the Newton method: letters 9.8 s to 5.3e-7, but it
-  returned NaN steps where the gradient vanishes (``L = 0`` on 4 of the 31
-  built-in instances); hence ``fast_solver.lmnn.trust_region``.
-* Smoothing with a C^2 transition (smoothstep multipliers) instead of Huber: no
-  fewer Newton iterations (Fashion-MNIST 5,000 x PCA-64: 74 against 81 in the
-  last stage).
-* Continuation without extrapolation, shrink 0.1: Fashion-MNIST 5,000 x PCA-64
-  needed ``gamma = 7e-4`` (72 s) for 3e-7; the extrapolated metric's gap at
-  ``gamma = 8e-3`` was already 8.8e-6 (2.3e-3 -> 1.4e-4 at 0.09).
-* Shrink 0.3 against adaptive shrinking to the needed ``gamma`` (down to 0.1 per
-  stage): letters 3.3 s against 4.7 s (more Newton iterations per stage).
-* First ``gamma`` 1 / 0.3 / 0.1 / 0.03: letters 4.5 / 3.1 / 2.6 / 2.5 s,
-  Fashion-MNIST 10,000 x PCA-164 (to 1e-4) 83 / - / 82 / 93 s; all 31 built-in
-  instances certified at 0.1 and 0.03.
-* New searches whenever some point might miss an impostor (certified floors,
-  as App. A's re-checks): Fashion-MNIST 10,000 x 164 made 99 searches and 187 s,
-  because the floors collapse when a rank-deficient metric turns; the drift rule
-  made 19 searches and 83 s, and Newton iterations fell from 267 to 113 (each
-  search restarted the trust region).
-* Start at the whitened identity instead of the Euclidean metric (both scaled to
-  mean target distance 1): letters 4.8 s against 4.0 s.
-* Dual multipliers by a bounded least-squares fit of complementary slackness
-  at ``M_0`` (``scipy.optimize.lsq_linear``): bounds no better than the
-  smoothing multipliers, and minutes per fit at 5,000 x 64.
-* Richardson extrapolation of the multipliers as well as of ``M``: the
-  extrapolated ``Z(lambda)`` lost PSD-ness (``alpha`` 0.98 - 0.999), worse bounds.
-* One scale into the dual cone for all clusters in the certificate (now one per
-  cluster, ``bounds.dual_lower_bound``): letters split 4 of the experiments (14,000
-  rows, 26 class metrics) stopped at 1.17e-6 after 1,000 Newton iterations; with a
-  scale per cluster it proves 9.98e-7 after 485 (ten classes of digits, n=150: 538 ->
-  398 iterations).
-* The per-cluster bound also inside the Newton iterations, whenever the scale
-  dominates the estimated gap for ``SADDLE_PATIENCE`` iterations (to end the stage
-  as soon as it proves tol): ten classes of digits, n=150, the same 398 iterations
-  and 3 s more of bounds, so the estimate keeps the one scale.
+What was tried and measured, and why this design: ``docs/design/fast-lmnn-solver.md``.
 """
 
 from __future__ import annotations
@@ -123,7 +69,6 @@ from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
 from fast_solver.lmnn.result import FastLMNNResult, Stage
 from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective
 from fast_solver.lmnn.start import best_scale
-from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
@@ -131,6 +76,7 @@ from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
 from lmnn_sdp.core.space import sphered_space
+from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
