@@ -13,8 +13,8 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import Certificate, prove
-from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
+from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 
 __all__ = ["Certificate", "certify"]

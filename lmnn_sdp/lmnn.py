@@ -9,12 +9,12 @@ one SDP; ``"cutting-plane"`` and ``"aggregated"`` generate constraints.
 
 from __future__ import annotations
 
+from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
+from lmnn_sdp.core.space import reduced_space
+from lmnn_sdp.formulations.sdp import FORMULATIONS, check_solver
 from lmnn_sdp.generation.aggregated import solve_aggregated
 from lmnn_sdp.generation.cutting_plane import solve_cutting_plane
-from lmnn_sdp.core.space import reduced_space
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
 from lmnn_sdp.result import SDPResult, certified_result
-from lmnn_sdp.formulations.sdp import FORMULATIONS, check_solver
 
 METHODS = ("full", "cutting-plane", "aggregated")
 

@@ -9,9 +9,9 @@ import numpy as np
 from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
-from lmnn_sdp.core.space import ReducedSpace
-from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.clusters import lift_metrics
+from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.formulations.sdp import SDPSolution
 
 

@@ -14,6 +14,7 @@ exit status: 0 success, 1 a check that failed, 2 a usage error).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -411,6 +412,11 @@ def add_experiments_parser(subparsers) -> None:
 
 def run_experiments(args: argparse.Namespace) -> int:
     """Run, then print the Markdown tables and what was written; 1 if a task failed."""
+    missing = [name for name in ("distributed", "matplotlib") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"{PROG} experiments: needs {' and '.join(missing)}; install the extra with "
+              "pip install 'lmnn-sdp[experiments]'.", file=sys.stderr)
+        return 2
     from validation.experiments import session
 
     if (args.splits is not None and args.splits < 1) or args.workers < 1:

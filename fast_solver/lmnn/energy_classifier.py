@@ -10,8 +10,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver.lmnn.energy import TEST_TARGETS, EnergyModel
 from fast_solver._base import fitted_inputs, reject_complex
+from fast_solver.lmnn.energy import TEST_TARGETS, EnergyModel
 from fast_solver.lmnn.estimator import LMNN
 from lmnn_sdp.core.problem import LMNNProblem
 

@@ -66,9 +66,9 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, sphered_space
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
 from lmnn_sdp.core.psd import check_psd
+from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, sphered_space
 
 _EPS = np.finfo(float).eps
 _BLOCK = 1 << 16  # triplets per block of difference vectors

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.certificates.bounds import (check_candidate_metric, dual_lower_bound, relative_gap,
-                                          repair_multipliers)
+from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap, repair_multipliers
 from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
 from lmnn_sdp.core.rounding import summation
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 ASYMMETRY_TOL = 1e-10  # relative |M - M^T| taken as rounding
 PSD_TOL = 1e-8  # relative negative eigenvalue taken as rounding
 

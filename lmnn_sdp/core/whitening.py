@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.clusters import ClusterSpaces, cluster_spaces, killable_pairs, push_out_of_null_spaces
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
 NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0

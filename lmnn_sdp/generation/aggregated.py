@@ -45,16 +45,16 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.candidate import certify
+from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.certificates.certificate import prove
-from lmnn_sdp.core.space import reduced_space
+from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.line_search import segment_search
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
-from lmnn_sdp.core.clusters import lift_metrics
-from lmnn_sdp.result import SDPResult
+from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 from lmnn_sdp.generation.start import starting_metrics
+from lmnn_sdp.result import SDPResult
 
 CERTIFY_BANDS = (1e-3, 3e-3, 1e-2)
 

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.core.problem import LMNNProblem, check_triplets, cluster_owner, triplet_keys
-from lmnn_sdp.result import SDPResult, certified_result
+from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS
 from lmnn_sdp.generation.start import starting_metrics
+from lmnn_sdp.result import SDPResult, certified_result
 
 
 @dataclass(frozen=True)

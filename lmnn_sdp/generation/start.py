@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from lmnn_sdp.certificates.bounds import check_candidate_metric
-from lmnn_sdp.core.space import ReducedSpace
+from lmnn_sdp.core.clusters import push_out_of_null_spaces
 from lmnn_sdp.core.line_search import golden_section
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
-from lmnn_sdp.core.clusters import push_out_of_null_spaces
+from lmnn_sdp.core.space import ReducedSpace
 
 
 def best_scaled_identity(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lmnn_sdp.certificates.bounds import relative_gap as _relative_gap
 from lmnn_sdp.certificates import storage
+from lmnn_sdp.certificates.bounds import relative_gap as _relative_gap
 from lmnn_sdp.mmc import pairs
 from lmnn_sdp.mmc.bound import (
     IMPLICIT_FLOORS,

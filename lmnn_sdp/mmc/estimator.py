@@ -7,8 +7,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
 from lmnn_sdp.core.psd import psd_factor
+from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
 
 
 class MMC(TransformerMixin, BaseEstimator):

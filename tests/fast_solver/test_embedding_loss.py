@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from fast_solver.low_rank.embedding_loss import EmbeddingLoss, embedding_loss, search_working_set
 from fast_solver.lmnn.smoothed import WorkingSet
+from fast_solver.low_rank.embedding_loss import EmbeddingLoss, embedding_loss, search_working_set
 from lmnn_sdp.core.problem import LMNNProblem
 
 

@@ -9,7 +9,10 @@ from sklearn.datasets import load_iris, make_blobs
 
 from fast_solver.lmnn import compiled
 from fast_solver.lmnn.impostors import (
-    BALLTREE_MAX_RANK, choose_search_method, impostor_pairs, impostor_radius,
+    BALLTREE_MAX_RANK,
+    choose_search_method,
+    impostor_pairs,
+    impostor_radius,
 )
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor

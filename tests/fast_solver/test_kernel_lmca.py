@@ -13,8 +13,16 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver.low_rank import kernel_lmca
-from fast_solver.low_rank.kernel_lmca import (KERNEL_MEMORY, KernelLMCA, TrainingKernel, initial_coefficients,
-                                     kernel_lmca_loss, kernel_product, make_kernel, solve_kernel_lmca)
+from fast_solver.low_rank.kernel_lmca import (
+    KERNEL_MEMORY,
+    KernelLMCA,
+    TrainingKernel,
+    initial_coefficients,
+    kernel_lmca_loss,
+    kernel_product,
+    make_kernel,
+    solve_kernel_lmca,
+)
 from fast_solver.low_rank.lmca import LMCA, lmca_loss
 from lmnn_sdp.core.problem import LMNNProblem
 

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from fast_solver.mlng.objective import (
-    check_neighbourhoods, largest_k, loss_augmented_inference, mlng_objective, neighbour_sets,
-    neighbour_table, surrogate_losses, targeted_inference,
+    check_neighbourhoods,
+    largest_k,
+    loss_augmented_inference,
+    mlng_objective,
+    neighbour_sets,
+    neighbour_table,
+    surrogate_losses,
+    targeted_inference,
 )
 from lmnn_sdp.core.psd import psd_factor
 

@@ -8,8 +8,8 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from fast_solver.lmnn.smoothed import PairGraph, SmoothedObjective, WorkingSet
-from lmnn_sdp.core.whitening import whiten_clusters
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.whitening import whiten_clusters
 
 
 @pytest.fixture(scope="module", params=["lmnn", "class metrics", "other clusters"])

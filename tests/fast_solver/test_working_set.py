@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.datasets import load_iris
 
 from fast_solver.lmnn.working_set import ExactSearch, contraction_factor
-from lmnn_sdp.core.whitening import whiten, whiten_clusters
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.whitening import whiten, whiten_clusters
 
 
 def _active_in_set(problem, whitening, ws, L):

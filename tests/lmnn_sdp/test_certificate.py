@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
-from lmnn_sdp.certificates.bounds import (dual_lower_bound, largest_feasible_scale, relative_gap,
-                                          repair_multipliers)
-from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.certificates import storage
+from lmnn_sdp.certificates.bounds import dual_lower_bound, largest_feasible_scale, relative_gap, repair_multipliers
+from lmnn_sdp.certificates.certificate import prove
 
 
 def small_problem(seed: int, n: int = 12, d: int = 3, k: int = 2, mu: float = 0.5):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import lmnn_sdp.core.problem as problem_module
-from lmnn_sdp.core.space import grouped_scatter, pair_scatter
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.space import grouped_scatter, pair_scatter
 
 
 def random_problem(seed: int, n: int = 14, d: int = 3, classes: int = 3, k: int = 2, mu: float = 0.2):

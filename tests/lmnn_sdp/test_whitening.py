@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_wine
 
-from lmnn_sdp.core.whitening import whiten
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.whitening import whiten
 
 
 @pytest.fixture(scope="module")

@@ -324,3 +324,11 @@ def test_a_row_passes_when_the_exact_lower_bound_proves_the_fast_objective(monke
     row = crosscheck.crosscheck(instance, ("lmnn",), progress=False)[0]
     assert row["exact_gap"] == pytest.approx(1 - lower_factor, rel=1e-6)
     assert row["passed"] is passes
+
+
+def test_experiments_without_their_extra_name_the_install_command(monkeypatch, capsys):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "distributed" else real(name, *a))
+    assert main(["experiments", "--quick"]) == 2
+    assert "pip install 'lmnn-sdp[experiments]'" in capsys.readouterr().err

@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import pytest
 
-from lmnn_sdp.core.psd import psd_factor
 from validation import peers
 from validation.instances import builtin_instances
 

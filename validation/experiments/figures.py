@@ -25,7 +25,7 @@ from lmnn_sdp.core.problem import LMNNProblem
 from validation.datasets import load_bundled
 from validation.experiments import plots
 from validation.experiments.knn import nearest_neighbours
-from validation.experiments.protocol import K, MU, dataset_spec, load_split
+from validation.experiments.protocol import MU, K, dataset_spec, load_split
 
 FIG8_DIGITS = (0, 1, 2, 4)
 FIGURE_MAX_ROWS = 10_000

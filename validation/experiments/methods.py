@@ -49,7 +49,7 @@ from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor
 from validation import peers
 from validation.experiments.knn import drop_self
-from validation.experiments.protocol import K, MU
+from validation.experiments.protocol import MU, K
 
 
 @dataclass(frozen=True)

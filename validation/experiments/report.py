@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from validation.experiments.paper import paper_error
-from validation.experiments.protocol import DATASETS, K, MU
+from validation.experiments.protocol import DATASETS, MU, K
 
 COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
            "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",

@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from distributed import Client, LocalCluster, as_completed
 from tqdm.auto import tqdm
 
-from validation.experiments.gate import (GateResult, cache_gate, cached_gate, gate_environment,
-                                         refusal, run_gate)
+from validation.experiments.gate import GateResult, cache_gate, cached_gate, gate_environment, refusal, run_gate
 from validation.experiments.methods import method
 from validation.experiments.store import KEY, ResultStore
 from validation.experiments.task import WORKER_THREADS, Task, run_task

@@ -20,8 +20,14 @@ from pathlib import Path
 from validation.experiments import figures, plots, report, runner
 from validation.experiments.gate import QUICK_GATE_N
 from validation.experiments.methods import METHODS
-from validation.experiments.protocol import (DATASETS, QUICK_DATASETS, QUICK_ROWS, QUICK_SKIPS,
-                                             QUICK_SPLITS, missing_data)
+from validation.experiments.protocol import (
+    DATASETS,
+    QUICK_DATASETS,
+    QUICK_ROWS,
+    QUICK_SKIPS,
+    QUICK_SPLITS,
+    missing_data,
+)
 from validation.experiments.store import DEFAULT_FOLDER, ResultStore
 from validation.experiments.task import plan
 
