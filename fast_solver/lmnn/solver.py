@@ -173,7 +173,7 @@ class _Run:
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
-            return self._result(np.zeros_like(L), "converged: mu = 0, so M = 0 is optimal")
+            return self._result(np.zeros_like(L), "mu=0")
         gamma, previous = INITIAL_GAMMA, None
         objective = self._renew(L)
         bar = tqdm(total=max_iter, disable=not progress, desc="LMNN", unit="it")
@@ -195,7 +195,7 @@ class _Run:
                         objective = at_0
                 self._record(gamma, nit, ev, objective.current, stop, callback)
                 if self._estimated_gap() <= PROVE_WITHIN * self.tol and self._certificate().certified:
-                    return self._result(self.upper.metric, "converged: the certified gap is below tol")
+                    return self._result(self.upper.metric, "proved")
                 if self.n_iter >= max_iter:
                     break
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
@@ -205,8 +205,7 @@ class _Run:
                     previous, gamma = (gamma, M_g), new_gamma
         finally:
             bar.close()
-        return self._result(self.upper.metric, f"not converged: max_iter={max_iter} Newton iterations "
-                                               "spent before the certified gap reached tol")
+        return self._result(self.upper.metric, "max_iter", max_iter)
 
     def _stage(self, objective: SmoothedObjective, L, gamma, max_iter, bar):
         """Newton iterations at one ``gamma``: a fresh search whenever the metric leaves
@@ -338,15 +337,23 @@ class _Run:
         if callback is not None:
             callback(stage)
 
-    def _result(self, M_w: np.ndarray, message: str) -> FastLMNNResult:
+    def _result(self, M_w: np.ndarray, stop: str, max_iter: int = 0) -> FastLMNNResult:
+        """The result at ``M_w``; ``stop`` is why the iterations ended ("mu=0", "proved" or
+        "max_iter"), and the certificate alone decides ``converged``."""
         if self.problem.mu == 0.0:
             self.upper = _Candidate(0.0, metric=M_w, triplets=np.empty((0, 3), np.intp))
         certificate = self._certificate()
         self.timings["total"] = time.perf_counter() - self.start_time
-        if not certificate.certified and message.startswith("converged"):
-            message = "not converged: " + message
-        if certificate.certified and not message.startswith("converged"):
-            message = "converged: the certified gap is below tol (proved at the iteration limit)"
+        if certificate.certified:
+            message = "converged: " + {"mu=0": "mu = 0, so M = 0 is optimal",
+                                       "proved": "the certified gap is below tol",
+                                       "max_iter": "the certified gap is below tol (proved at the "
+                                                   "iteration limit)"}[stop]
+        elif stop == "max_iter":
+            message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
+                       "certified gap reached tol")
+        else:
+            message = "not converged: the estimated gap is below tol, but the certificate does not prove it"
         if certificate.refused:
             message += f"; {certificate.refused}"
         elif not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
