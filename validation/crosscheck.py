@@ -49,6 +49,7 @@ import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mm_lmnn, solve_mmc
 from validation.energy_reference import energies_by_loops
 from validation.instances import Instance, builtin_instances
+from validation.records import provenance
 
 EXACT_TOL = 1e-7  # the reference is certified well inside the cross-check tolerance
 FAST_SOLVERS: dict[str, Callable[[LMNNProblem, float], fast_solver.FastLMNNResult]] = {
@@ -205,7 +206,9 @@ def write_report(rows: list[dict], directory: Path, tol: float) -> None:
     (directory / "crosscheck.json").write_text(json.dumps({"tolerance": tol, "rows": rows}, indent=1))
     header = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     body = "".join("| " + " | ".join(_markdown_cell(r[c]) for c in COLUMNS) + " |\n" for r in rows)
-    (directory / "crosscheck.md").write_text(header + body + "\n" + summary(rows, tol) + "\n")
+    (directory / "crosscheck.md").write_text(f"# Cross-check: fast solvers against the certified exact optimum\n\n"
+                                             f"{provenance()}\n\n" + header + body + "\n"
+                                             + summary(rows, tol) + "\n")
 
 
 def _markdown_cell(value) -> str:

@@ -14,8 +14,6 @@ command, the code version and the machine.
 from __future__ import annotations
 
 import argparse
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,6 +23,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 
 import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn
+from validation.records import provenance
 
 
 def cases() -> dict:
@@ -83,12 +82,8 @@ def measure(out: Path) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    version = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True).stdout.strip() or "unknown"
     head = (f"# Claims on degenerate data (k=3, mu=0.5, tol=1e-6)\n\n"
-            f"Written by `python -m validation.benchmarks.degenerate_claims` at commit {version} "
-            f"on {platform.machine()} ({platform.processor() or 'unknown CPU'}), Python "
-            f"{platform.python_version()}, numpy {np.__version__}.\n\n"
+            f"{provenance('python -m validation.benchmarks.degenerate_claims')}\n\n"
             "`claim` is converged (fast) or certified (exact); `independent` is eq. 14 "
             "evaluated around the median of the inputs; `agree` says whether it lies within "
             "the two rounding bounds of `upper`.\n\n")
