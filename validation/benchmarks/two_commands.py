@@ -1,0 +1,62 @@
+"""The README's two commands on a fresh machine, timed: a fresh clone of this checkout's HEAD,
+a fresh venv with the newest packages, ``bash .ci/run`` (install, lint, the tests) and the main
+job's first run (numba compiling included, ``--report``). Writes
+``docs/results/two-commands.md`` and the main job's ``docs/results/crosscheck.md``.
+
+    python -m validation.benchmarks.two_commands
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from validation.records import RESULTS, provenance
+
+ROOT = RESULTS.parents[1]
+
+
+def timed(command: list[str], cwd: Path, env_bin: Path) -> tuple[float, str]:
+    """Seconds and the output's last lines of ``command`` run with the venv's ``bin`` first on PATH."""
+    env = dict(os.environ, PATH=f"{env_bin}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(env_bin.parent))
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return seconds, done.stdout
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="lmnn-sdp-fresh-") as tmp:
+        clone, venv = Path(tmp) / "clone", Path(tmp) / "venv"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        bin_dir = venv / "bin"
+        ci_seconds, ci_out = timed(["bash", ".ci/run"], clone, bin_dir)
+        tests = re.findall(r"(\d+ passed.*?) in ([\d.]+)s", ci_out)[-1]
+        job_seconds, job_out = timed(["python", "-m", "validation", "--report", "docs/results"], clone, bin_dir)
+        versions = subprocess.run([str(bin_dir / "python"), "-c", "import importlib.metadata as m; print(', '.join("
+                                   "f'{p} {m.version(p)}' for p in ('numpy', 'scipy', 'scikit-learn', 'cvxpy', "
+                                   "'clarabel', 'scs', 'numba')))"], capture_output=True, text=True).stdout.strip()
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(clone / "docs" / "results" / "crosscheck.md", RESULTS / "crosscheck.md")
+    summary = [line for line in job_out.splitlines() if "passed" in line][-1]
+    (RESULTS / "two-commands.md").write_text(
+        "# The README's two commands on a fresh clone and a fresh venv\n\n"
+        f"{provenance('python -m validation.benchmarks.two_commands')}\n\nPackages: {versions}.\n\n"
+        "| command | seconds | outcome |\n|---|---|---|\n"
+        f"| `bash .ci/run` (install, ruff, `python -m pytest -q`) | {ci_seconds:.0f} | pytest: {tests[0]} in {float(tests[1]):.0f} s |\n"
+        f"| `python -m validation --report docs/results` (first run, numba compiling) | {job_seconds:.0f} | {summary} |\n")
+    print((RESULTS / "two-commands.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
