@@ -387,6 +387,7 @@ def _without_pull(problem: LMNNProblem, clusters, tol: float) -> FastLMNNResult:
     i, l = np.nonzero(codes[:, None] != codes[None, :])
     same = ~np.any(problem.X[i] != problem.X[l], axis=1)
     distances = np.sum((Xr[i[~same]] - Xr[l[~same]]) ** 2, axis=1)
+    distances = distances[distances > 0]  # a difference below the sphered rounding stays
     t = 2.0 / distances.min() if len(distances) else 1.0
     M = t * (space.basis @ space.basis.T)
     owner = cluster_owner(problem, clusters)
