@@ -49,7 +49,7 @@ def main() -> int:
                                    "'clarabel', 'scs', 'numba')))"], capture_output=True, text=True).stdout.strip()
         RESULTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(clone / "docs" / "results" / "crosscheck.md", RESULTS / "crosscheck.md")
-    summary = "; ".join(line for line in job_out.splitlines() if "passed" in line or "FAILED" in line)
+    summary = "; ".join(line for line in job_out.splitlines() if " passed (" in line or line.startswith("FAILED"))
     summary += f" (exit {job_code})"
     (RESULTS / "two-commands.md").write_text(
         "# The README's two commands on a fresh clone and a fresh venv\n\n"
