@@ -20,6 +20,12 @@ instance passes when
   lower bound, or a fast lower bound above the exact optimum, would mean a
   broken objective or bound).
 
+Where eq. 14's float64 rounding at the exact optimum alone exceeds ``tol`` (metrics that
+grow along singular pull matrices: digits PCA-8, 100 points, class metrics, rounding 1e-3
+of the optimum), no optimum is provable to ``tol``; such a row passes when neither side
+claims it, the bounds are consistent and the objectives agree within both rounding
+bounds, and the summary names it.
+
 MMC (Xing et al. 2002; ``--solvers mmc mmc-diagonal``) depends on the inputs and labels
 only, so it runs once per distinct data set of at most ``MAX_N`` points (the exact side
 forms every label pair in cvxpy): ``fast_solver.solve_mmc_fast`` against
@@ -118,11 +124,19 @@ def check_instance(instance: Instance, solver: str, tol: float) -> dict:
     exact = EXACT_SOLVERS[solver](problem, fast)
     exact_seconds = time.perf_counter() - start
     difference = (fast.upper - exact.upper) / max(abs(exact.upper), 1e-12)
-    consistent = (fast.upper >= exact.lower * (1 - 1e-9)
-                  and fast.lower <= exact.upper * (1 + 1e-9))
+    f, e = fast.certificate, exact.certificate  # bounds hold within their rounding bounds
+    consistent = (f.upper + f.upper_error >= (e.lower - e.lower_error) * (1 - 1e-9)
+                  and f.lower - f.lower_error <= (e.upper + e.upper_error) * (1 + 1e-9))
     proved = fast.upper - exact.lower <= tol * abs(fast.upper)
     passed = (proved and fast.converged and fast.relative_gap <= tol
               and abs(difference) <= tol and consistent)
+    # where eq. 14's float64 rounding at the exact optimum alone exceeds tol, no optimum is
+    # provable to tol: the row asks that neither side claim and that they agree within rounding
+    unprovable = not exact.certified and e.upper_error > tol * abs(exact.upper)
+    if unprovable:
+        rounding = e.upper_error + f.upper_error
+        passed = (consistent and not fast.converged
+                  and abs(fast.upper - exact.upper) <= tol * abs(exact.upper) + rounding)
     return {
         "instance": instance.name, "solver": solver, "n": problem.n_samples,
         "d": problem.n_features, "k": problem.k, "mu": problem.mu,
@@ -130,6 +144,7 @@ def check_instance(instance: Instance, solver: str, tol: float) -> dict:
         "exact_gap": exact.relative_gap, "fast_objective": fast.upper, "fast_gap": fast.relative_gap,
         "converged": fast.converged, "relative_difference": difference,
         "exact_seconds": exact_seconds, "fast_seconds": fast_seconds, "passed": bool(passed),
+        "unprovable_in_float64": bool(unprovable),
     }
 
 
@@ -195,6 +210,10 @@ def summary(rows: list[dict], tol: float) -> str:
         f"fast solver {sum(r['fast_seconds'] for r in rows):.1f} s, "
         f"exact {sum(r['exact_seconds'] for r in rows):.1f} s in all",
     ]
+    unprovable = [f"{r['instance']} ({r['solver']})" for r in rows if r.get("unprovable_in_float64")]
+    if unprovable:
+        lines.append(f"not provable to tol in float64 (eq. 14's rounding at the optimum exceeds it; "
+                     f"judged by agreement within rounding and no claim): {', '.join(unprovable)}")
     if failed:
         lines.append(f"FAILED: {', '.join(failed)}")
     return "\n".join(lines)

@@ -332,3 +332,12 @@ def test_experiments_without_their_extra_name_the_install_command(monkeypatch, c
                         lambda name, *a: None if name == "distributed" else real(name, *a))
     assert main(["experiments", "--quick"]) == 2
     assert "pip install 'lmnn-sdp[experiments]'" in capsys.readouterr().err
+
+
+def test_a_row_that_float64_cannot_prove_passes_only_by_agreement_and_no_claim(capsys):
+    # Digits PCA-8, 100 rows, class metrics: eq. 14's rounding at the optimum is 1e-3 of it
+    # (metrics of eigenvalue 8.6e6 along singular pull matrices), so neither side may claim.
+    assert main(["--suite", "builtin", "--instances", "digits-pca8-n100", "--solvers", "multi-metric"]) == 0
+    out = capsys.readouterr().out
+    assert "not provable to tol in float64" in out and "digits-pca8-n100-k2-mu0.2 (multi-metric)" in out
+    assert _row(out, "digits-pca8-n100-k2-mu0.2", "multi-metric")[11] == "False"  # converged
