@@ -357,8 +357,9 @@ class _Run:
         if certificate.refused:
             message += f"; {certificate.refused}"
         elif not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
+            top = np.linalg.eigvalsh(certificate.metric)[..., -1].max()
             message += (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
-                        f"float64 (its largest eigenvalue is {np.linalg.eigvalsh(certificate.metric)[..., -1].max():.3g})")
+                        f"float64 (its largest eigenvalue is {top:.3g})")
         if not certificate.certified and certificate.singular_clusters:
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points or binary "

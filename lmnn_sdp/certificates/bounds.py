@@ -38,7 +38,8 @@ eigenvalue of at least ``s_c = 16 (2n + r + k) eps sum_p |w_p| (|x_a|^2 + |x_b|^
 the pairs ``(a, b)`` with weight ``w_p`` that ``Z_c`` sums, which bounds those rounding
 errors (a Laplacian form ``X^T L X`` errs with the sizes of the points, not of their
 differences, so the sums are of ``|x_a|^2 + |x_b|^2``). All of it runs in a reduced
-space (``core.space.sphered_space`` by default, or any basis of the data range such as the fast solver's whitened coordinates),
+space (``core.space.sphered_space`` by default, or any basis of the data range such as
+the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
 use the sphered data range (``core.space.sphered_space``), the same for every solver, so
 that ``verify`` re-derives a bound in the coordinates that proved it.

@@ -55,8 +55,10 @@ def main() -> int:
         "# The README's two commands on a fresh clone and a fresh venv\n\n"
         f"{provenance('python -m validation.benchmarks.two_commands')}\n\nPackages: {versions}.\n\n"
         "| command | seconds | outcome |\n|---|---|---|\n"
-        f"| `bash .ci/run` (install, ruff, `python -m pytest -q`) | {ci_seconds:.0f} | pytest: {tests[0]} in {float(tests[1]):.0f} s |\n"
-        f"| `python -m validation --report docs/results` (first run, numba compiling) | {job_seconds:.0f} | {summary} |\n")
+        f"| `bash .ci/run` (install, ruff, `python -m pytest -q`) | {ci_seconds:.0f} "
+        f"| pytest: {tests[0]} in {float(tests[1]):.0f} s |\n"
+        f"| `python -m validation --report docs/results` (first run, numba compiling) "
+        f"| {job_seconds:.0f} | {summary} |\n")
     print((RESULTS / "two-commands.md").read_text())
     return 0
 
