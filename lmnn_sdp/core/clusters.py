@@ -9,19 +9,14 @@ range ``R_c`` of ``P_c``, ``M'_c`` from the SDP restricted to ``R_c`` without th
 impostor triplets ("killable"), and ``t_c`` large enough to put each of them at
 margin -1 or below (``push_out_of_null_spaces``). Restricted this way both SDPs
 stay strictly feasible, which an interior point method needs; left in, ``M_c``
-runs off to infinity along ``N_c`` (Clarabel failed on Letter Recognition, n=300,
-where 24 of 26 classes are singular). "Killable" means a component
+runs off to infinity along ``N_c``. "Killable" means a component
 ``|N_c^T v|^2 > 1e-12 |v|^2``: however small, it lets the optimum push the impostor
-out, and treating it as part of ``R_c`` left a gap that never closed (letters,
-n=500: with a threshold of 1e-6, eight triplets with components of 3e-10..9e-9
-held the certified gap at 0.87%). The price is large metrics: ``t_c`` reached 5e6
-there. LMNN is the case of one cluster.
+out. The price is large metrics. LMNN is the case of one cluster.
 
 The basis ``B_c`` is the eigenbasis of ``P_c`` also for a regular cluster, so the
-SDPs see a diagonal pull matrix. Measured on multi-metric Letter Recognition
-(n=500, 26 metrics): with ``B_c = I`` on regular clusters Clarabel's answers
-stalled the aggregated rounds at a certified gap of 4.9e-5 (scale into the dual
-cone 0.99995); in the eigenbasis the same rounds certify 8.4e-7.
+SDPs see a diagonal pull matrix.
+
+What was tried and measured: ``docs/design/singular-clusters.md``.
 """
 
 from __future__ import annotations

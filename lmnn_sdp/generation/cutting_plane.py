@@ -8,33 +8,7 @@ for it; once no triplet outside ``W`` is violated, the omitted hinge terms are
 zero at the solution, ``eps(M)`` equals the restricted optimum and the
 certificate carries over to the whole problem.
 
-What we measured (cvxpy 1.9.3, Clarabel 0.11, 2 cores shared with other jobs,
-so times are pessimistic; the README has the tables):
-
-* Formulation. Margins written through pair distances (three nonzeros per
-  triplet, ``formulation``) keep cvxpy's compile time and Clarabel's
-  factorisations proportional to the working set; one dense ``d x d`` row per
-  triplet does not (on wine it cut an SCS solve from about 170 s to 40 s). On
-  a 25,530-triplet working set of Letter Recognition (n=500) Clarabel took
-  31 s on the primal (status ``optimal_inaccurate``) and 28 s on the dual
-  (``optimal``); its multithreaded ``faer`` back end was no faster (36 s, 28 s).
-  The dual is the default.
-* Working set. Starting from the triplets violated at the Euclidean metric
-  gives 76,837 triplets on letters (n=500) and 87 s for the first round alone;
-  the best scaled Euclidean metric (``start.best_scaled_identity``) gives 52,928.
-  Letters is hard: 8% of all triplets are active at the optimum (20,097 of
-  259,000 at n=300), so the working set cannot be small. Dropping triplets
-  that are inactive with a zero multiplier (``drop_band``) keeps it near the
-  active set: n=300 certified in 3 rounds, 116 s, final working set 29,895.
-  ``aggregated.solve_aggregated`` goes further by taking the clearly active
-  triplets out of the SDP altogether; it certified n=300 in 52 s and is the
-  method of choice beyond a few hundred points.
-* Solver. Clarabel's own multipliers bound the optimum to about 1e-7 (iris
-  1.2e-7, wine 3e-6 with SCS); the complementary-slackness multipliers of
-  ``sdp.complementary_multipliers`` at the same metric close the gap to
-  1e-9..1e-11 with either solver (``result.certified_result`` computes both and
-  keeps the better bound). SCS's metric is less accurate: wine by aggregated
-  active sets certified only to 4.5e-6 with SCS, 6e-10 with Clarabel.
+What was tried and measured, and why this design: ``docs/design/constraint-generation.md``.
 """
 
 from __future__ import annotations
