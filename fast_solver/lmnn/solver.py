@@ -85,7 +85,7 @@ MAX_RADIUS = 0.5  # of |L|_F: no step lands on L = 0, where the gradient vanishe
 MAX_STAGES = 60
 PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is within this many tol:
 # its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
-# the dual cone costs the estimate (ten classes of digits, class metrics: 1.4e-6 -> 4.5e-7)
+# the dual cone costs the estimate
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
 
@@ -109,8 +109,7 @@ def solve(
     problem : LMNNProblem
     M0 : array-like of shape (d, d) or (C, d, d), optional
         PSD starting metric(s). For LMNN the Euclidean one by default, rescaled by
-        its best multiple on a sample (``fast_solver.lmnn.start``; letters, 16,000 rows:
-        4.0 s from the Euclidean metric against 4.8 s from the whitened identity).
+        its best multiple on a sample (``fast_solver.lmnn.start``).
         With ``clusters``, every cluster starts at ``M0`` as given (one metric for
         all, or one each), by default at the LMNN optimum of the same problem
         (sec. 5.2; a solve of its own, with the same options).
@@ -136,7 +135,7 @@ def solve(
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
-    if not np.any(problem.X[problem.targets] != problem.X[:, None]):
+    if problem.pull_vanishes():
         return _without_pull(problem, clusters, tol)
     if clusters is not None and M0 is None:
         M0 = solve(problem, tol=tol, max_iter=max_iter, band=band, search=search).metric

@@ -141,8 +141,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     C, Xr = int(owner.max()) + 1, space.inputs
     A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
     shift = _allowance(problem, space, owner, A, t, lam)
-    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)  # C_il = 0 exactly
-    A = A + grouped_scatter(Xr, t[free, 0], t[free, 1], lam[free], owner[t[free, 1]], C)
+    free, F = _free_triplets(problem, Xr, owner, t, lam, C)
+    A = A + F
     free_sum = float(lam[free].sum())
     t, lam = t[~free], lam[~free]
     singular, drop = _singular(A, shift, owner, t)
@@ -155,8 +155,9 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     alpha = _cluster_scales(A, N, R, shift, checked)
     min_eig = min(float(np.linalg.eigvalsh(_scaled_dual(A, N, R, alpha, c))[0]) for c in range(C))
     return DualBound(lower=float(alpha @ impostors) + free_sum, alpha=float(alpha.min()),
-                     min_eig_dual=min_eig, multiplier_sum=float(lam.sum()) + free_sum, scales=tuple(alpha.tolist()),
-                     singular_clusters=tuple(singular), n_dropped=int(np.sum(drop)))
+                     min_eig_dual=min_eig, multiplier_sum=float(lam.sum()) + free_sum,
+                     scales=tuple(alpha.tolist()), singular_clusters=tuple(singular),
+                     n_dropped=int(np.sum(drop)))
 
 
 SCALE_SWEEPS = 100  # sweeps of ``_cluster_scales`` before it settles for one scale for all
@@ -245,7 +246,8 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     for round in range(REPAIR_ROUNDS):
         shift = _allowance(problem, space, owner, A, t, lam)
         if round == 0:  # as dual_lower_bound: no impostor multipliers for a singular cluster
-            lam = np.where(_singular(A, shift, owner, t)[1], 0.0, lam)
+            free, F = _free_triplets(problem, Xr, owner, t, lam, C)  # (their Z is A + F)
+            lam = np.where(_singular(A + F, shift, owner, t)[1] & ~free, 0.0, lam)
         Q = _multiplier_scatter(Xr, owner, t, lam, C)
         impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
         found = []  # (theta / s_c, cluster, theta, eigenvector) below twice the allowance
@@ -363,6 +365,14 @@ def _assembly_sizes(Xr: np.ndarray, owner: np.ndarray, targets: np.ndarray, pull
     total += np.bincount(owner[t[:, 1]], weights=lam * (sq[t[:, 0]] + sq[t[:, 1]]), minlength=C)
     total += np.bincount(owner[t[:, 2]], weights=lam * (sq[t[:, 0]] + sq[t[:, 2]]), minlength=C)
     return total
+
+
+def _free_triplets(problem: LMNNProblem, Xr: np.ndarray, owner: np.ndarray, t: np.ndarray,
+                   lam: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """The triplets (T,) whose impostor equals its point on the inputs (``C_il = 0`` exactly,
+    module docstring) and their ``sum_t lambda_t C_ij`` per cluster of ``j``, PSD: (C, r, r)."""
+    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)
+    return free, grouped_scatter(Xr, t[free, 0], t[free, 1], lam[free], owner[t[free, 1]], C)
 
 
 def _singular(A: np.ndarray, shift: np.ndarray, owner: np.ndarray, t: np.ndarray) -> tuple[list, np.ndarray]:

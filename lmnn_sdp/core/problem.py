@@ -146,6 +146,11 @@ class LMNNProblem:
         error = (1.0 - self.mu) * pull_err + self.mu * push_err + 4 * rounding.EPS * abs(value)
         return ObjectiveValue(value, 1.01 * error)
 
+    def pull_vanishes(self) -> bool:
+        """Every point coincides with each of its target neighbours, exactly on the inputs:
+        the pull term of eq. 14 is 0 at every metric."""
+        return not np.any(self.X[self.targets] != self.X[:, None])
+
     def independent_origin(self) -> np.ndarray:
         """The coordinatewise median of the inputs, shape (d,): the origin of an evaluation
         whose roundings are independent of those at the mean (``evaluate``)."""

@@ -141,9 +141,9 @@ def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhiten
     (``core.problem.check_clusters``)."""
     reduced = sphered_space(problem)
     pulls = pull_matrices(problem, reduced, clusters)
-    # decided on the inputs, where coinciding points differ by exactly 0; the pull matrices
-    # formed in sphered coordinates keep a rounding-level remainder of such differences
-    if not np.any(problem.X[problem.targets] != problem.X[:, None]):
+    # decided on the inputs: the pull matrices formed in sphered coordinates keep a
+    # rounding-level remainder of differences that are exactly 0
+    if problem.pull_vanishes():
         raise ValueError("every point coincides with its target neighbours, so the pull term of "
                          "eq. 14 vanishes and there are no whitened coordinates; "
                          "fast_solver.solve answers this case in closed form.")
