@@ -30,6 +30,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
+    if name == "status":  # the vocabulary of ``status`` (lmnn_sdp.status)
+        return importlib.import_module("lmnn_sdp.status")
     if name not in _EXPORTS:
         raise AttributeError(f"module 'lmnn_sdp' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -13,6 +13,7 @@ from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.formulations.sdp import SDPSolution
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 
 @dataclass(repr=False)
@@ -21,14 +22,19 @@ class SDPResult(CertifiedResult):
 
     ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,). ``metric``, ``upper`` (the
     objective at ``metric``, never the solver's value), ``lower``, ``relative_gap`` and
-    ``certified`` come from ``certificate`` (the best of ``certificates``);
-    ``status`` is the solver's word, reported, not trusted. ``rounds`` lists the
-    constraint-generation rounds; ``timings`` the seconds spent building models
-    (``build``) and inside the solver (``solve``)."""
+    ``certified`` come from ``certificate`` (the best of ``certificates``). ``status``
+    (``lmnn_sdp.status``) is "converged" when the certificate proves the gap below
+    ``tol``, "max_iter" when constraint generation spent ``max_rounds`` first, else
+    "stalled"; ``message`` says why, for people; ``solver_status`` is the solver's word
+    on the last SDP, reported, never trusted. ``rounds`` lists the constraint-generation
+    rounds; ``timings`` the seconds spent building models (``build``) and inside the
+    solver (``solve``)."""
 
     certificate: Certificate
     certificates: dict  # name -> Certificate, one per way of finding multipliers
     status: str
+    message: str
+    solver_status: str
     solver: str
     method: str
     n_triplets: int  # triplets in the (final) SDP
@@ -37,6 +43,11 @@ class SDPResult(CertifiedResult):
     timings: dict
     rounds: list = field(default_factory=list)
     clusters: np.ndarray | None = None
+
+    @property
+    def converged(self) -> bool:
+        """The stopping rule, a certified gap at most ``tol``, was met."""
+        return self.status == CONVERGED
 
     @property
     def metrics(self) -> np.ndarray:
@@ -53,7 +64,7 @@ class SDPResult(CertifiedResult):
 
 def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray | None,
                      solution: SDPSolution, triplets: np.ndarray, solver: str, method: str,
-                     tol: float, rounds: list | None = None) -> SDPResult:
+                     tol: float, rounds: list | None = None, budget_spent: bool = False) -> SDPResult:
     """Project the solver's metrics onto the PSD cone, lift them, push killable impostors out
     (``sdp.push_out_of_null_spaces``) and certify them.
 
@@ -72,8 +83,21 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
                                            space=space, solver=solver),
     }
     certificate = max(certificates.values(), key=lambda c: c.lower)
-    return SDPResult(certificate=certificate, certificates=certificates, status=solution.status, solver=solver,
+    return SDPResult(certificate=certificate, certificates=certificates,
+                     **stop_status(certificate, budget_spent), solver_status=solution.status, solver=solver,
                      method=method, n_triplets=len(triplets), triplets=triplets,
                      multipliers=solution.multipliers,
                      timings={"build": solution.build_time, "solve": solution.solve_time},
                      rounds=rounds or [], clusters=clusters)
+
+
+def stop_status(certificate: Certificate, budget_spent: bool) -> dict:
+    """``status`` and ``message`` of an exact solve whose certificate is ``certificate``;
+    ``budget_spent`` when constraint generation ran out of rounds."""
+    if certificate.certified:
+        return {"status": CONVERGED, "message": "converged: the certified gap is below tol"}
+    why = (f"the certified gap {certificate.relative_gap:.3g} is above tol={certificate.tol:g}"
+           + (f" ({certificate.refused})" if certificate.refused else ""))
+    if budget_spent:
+        return {"status": MAX_ITER, "message": f"not converged: max_rounds spent; {why}"}
+    return {"status": STALLED, "message": f"not converged: {why}"}

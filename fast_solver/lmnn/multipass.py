@@ -26,21 +26,24 @@ problem vanishes, so there is nothing left to solve.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import LinearMetricTransformer, ProgressTable
-from fast_solver.lmnn.estimator import labelled_problem, warn_unless_converged
+from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, nearest_same_class
 from lmnn_sdp.core.psd import psd_factor
+from lmnn_sdp.status import CONVERGED, MAX_ITER
 
 STOP_RULES = ("targets", "passes")
 RANK_RTOL = 1e-12  # eigenvalues of a pass metric at most this of the largest are rounding of 0
@@ -59,9 +62,13 @@ class MultiPassResult:
         Each pass's certified solve, on the inputs mapped by the passes before it.
     targets : tuple of ndarray of int, shape (n, k)
         The target neighbours of each pass.
-    status : {"max_passes", "fixed_point", "collapsed"}
+    status : {"converged", "max_iter", "stalled"}
+        How the passes stopped (``lmnn_sdp.status``): the status of the first pass that did
+        not converge, else ``"max_iter"`` when ``stop="targets"`` and the targets still
+        changed after ``max_passes`` passes, else ``"converged"`` (the targets repeated, the
+        map collapsed, or ``stop="passes"`` ran its ``max_passes`` passes).
     message : str
-        Why the passes stopped.
+        Why the passes stopped, for people.
     timings : dict of str to float
         Seconds in ``solve`` (all passes), ``targets`` (neighbour searches) and ``total``.
     """
@@ -84,8 +91,13 @@ class MultiPassResult:
 
     @property
     def converged(self) -> bool:
+        """The stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED
+
+    @property
+    def certified(self) -> bool:
         """Every pass certified its own optimum."""
-        return all(p.converged for p in self.passes)
+        return all(p.certified for p in self.passes)
 
     @property
     def n_iter(self) -> int:
@@ -98,7 +110,7 @@ class MultiPassResult:
 
     def __repr__(self) -> str:
         gaps = ", ".join(f"{p.relative_gap:.2g}" for p in self.passes)
-        return (f"MultiPassResult(passes={self.n_passes}, gaps=[{gaps}], converged={self.converged}, "
+        return (f"MultiPassResult(passes={self.n_passes}, gaps=[{gaps}], certified={self.certified}, "
                 f"status={self.status!r}, time={self.timings.get('total', float('nan')):.3g} s, "
                 f"message={self.message!r})")
 
@@ -131,15 +143,17 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     start = time.perf_counter()
     A, targets, codes = np.eye(problem.n_features), problem.targets, problem.label_codes
     passes, used, spent, reason = [], [], {"solve": 0.0, "targets": 0.0}, None
-    for number in range(1, max_passes + 1):
+    for number in range(1, max_passes + 2):  # the last round only checks the targets
         mapped, changed = problem.X @ A.T, None
+        if number > max_passes and stop == "passes":
+            break
         if number > 1:
             tic = time.perf_counter()
             following = _next_targets(mapped, codes, targets, max(tol, TIE_RTOL))
             spent["targets"] += time.perf_counter() - tic
             changed = _n_changed(targets, following)
             reason = _stop_reason(mapped, following, changed, number - 1, stop)
-            if reason is not None:
+            if reason is not None or number > max_passes:
                 break
             targets = following
         result = solve(LMNNProblem(mapped, problem.y, mu=problem.mu, targets=targets), tol=tol, **options)
@@ -149,7 +163,13 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
         A = _pass_map(result.metric) @ A
         if callback is not None:
             callback(number, result, changed)
-    status, message = reason or ("max_passes", f"stopped after max_passes={max_passes} passes")
+    status, message = reason or _budget_spent(max_passes, stop)
+    failed = [(number, p) for number, p in enumerate(passes, 1) if not p.converged]
+    if failed:
+        status = failed[0][1].status
+        message += (f"; {len(failed)} of {len(passes)} passes did not converge ("
+                    + ", ".join(f"pass {number}: {p.status}, gap {p.relative_gap:.3g}" for number, p in failed)
+                    + ")")
     spent["total"] = time.perf_counter() - start
     return MultiPassResult(components=A, passes=tuple(passes), targets=tuple(used), status=status,
                            message=message, timings=spent)
@@ -163,12 +183,20 @@ def _stop_reason(mapped: np.ndarray, following: np.ndarray, changed: int, done: 
     if _collapsed(mapped, following):
         what = (f"is zero (pass {done} learned the zero metric, as mu = 0 does)" if not mapped.any()
                 else "puts every point onto its nearest same-class points")
-        return "collapsed", (f"stopped after pass {done}: the composed map {what}, so the pull "
+        return CONVERGED, (f"collapsed: stopped after pass {done}: the composed map {what}, so the pull "
                              "term of eq. 14 vanishes and a further pass has no problem to solve")
     if stop == "targets" and changed == 0:
-        return "fixed_point", (f"stopped after pass {done}: the targets of pass {done + 1} equal "
+        return CONVERGED, (f"fixed point: stopped after pass {done}: the targets of pass {done + 1} equal "
                                f"those of pass {done} (a fixed point)")
     return None
+
+
+def _budget_spent(max_passes: int, stop: str) -> tuple[str, str]:
+    """``(status, message)`` after ``max_passes`` passes without an earlier stop."""
+    if stop == "passes":
+        return CONVERGED, f"stopped after max_passes={max_passes} passes"
+    return MAX_ITER, (f"the targets still changed after max_passes={max_passes} passes; raise "
+                      "max_passes, or stop='passes' to run a fixed number")
 
 
 def _next_targets(mapped: np.ndarray, codes: np.ndarray, current: np.ndarray,
@@ -250,7 +278,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     n_iter_ : int
         Newton iterations over all passes.
     converged_ : bool
-        Every pass certified.
+        The passes stopped by their rule and each pass converged (``result_.status``).
     result_ : MultiPassResult
     n_features_in_ : int
     """
@@ -286,10 +314,8 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         self.components_, self.metric_ = result.components, result.metric
         self.n_passes_, self.n_iter_ = result.n_passes, result.n_iter
         self.converged_, self.result_ = result.converged, result
-        failed = [f"pass {p}: gap {r.relative_gap:.3g}"
-                  for p, r in enumerate(result.passes, 1) if not r.converged]
-        warn_unless_converged(self, result,
-                              f" in {len(failed)} of {result.n_passes} passes ({', '.join(failed)})")
+        if not result.converged:
+            warnings.warn(f"[MultiPassLMNN] did not converge: {result.message}.", ConvergenceWarning)
         return self
 
 

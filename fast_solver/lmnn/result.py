@@ -9,6 +9,7 @@ import numpy as np
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
+from lmnn_sdp.status import CONVERGED
 
 
 @dataclass(frozen=True)
@@ -38,15 +39,20 @@ class FastLMNNResult(CertifiedResult):
     ``metric`` (the learned PSD ``M``, (d, d), or one per cluster (C, d, d) for
     multi-metric LMNN), ``upper`` (eq. 14 or eq. 16 at it), ``lower`` (a
     rigorous lower bound on the optimum), ``relative_gap``, ``certified`` and ``tol``
-    are those of ``certificate``; ``converged`` is ``certified`` (the solver says
-    converged only when it proved it) and ``status`` is "converged" or "max_iter".
+    are those of ``certificate``. The solver's stopping rule is the certificate, so
+    ``converged`` is ``certified``.
 
     Attributes
     ----------
     certificate : lmnn_sdp.Certificate
         The bounds with their evidence (``triplets``, ``multipliers``,
         ``dual_scale``); ``certificate.verify()`` re-derives them.
+    status : {"converged", "max_iter", "stalled"}
+        How the solve stopped (``lmnn_sdp.status``): its certificate proved the gap below
+        ``tol``; ``max_iter`` Newton iterations were spent first; or the solver's own
+        estimate reached ``tol`` but the certificate does not prove it.
     message : str
+        Why it stopped, for people.
     n_iter : int
         Newton iterations over all stages.
     n_stages, n_searches, n_evaluations, n_hessian_products : int
@@ -63,6 +69,7 @@ class FastLMNNResult(CertifiedResult):
     """
 
     certificate: Certificate
+    status: str
     message: str
     n_iter: int
     n_stages: int
@@ -77,11 +84,8 @@ class FastLMNNResult(CertifiedResult):
 
     @property
     def converged(self) -> bool:
-        return self.certified
-
-    @property
-    def status(self) -> str:
-        return "converged" if self.certified else "max_iter"
+        """The stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED
 
     @property
     def clusters(self) -> np.ndarray | None:
@@ -98,7 +102,7 @@ class FastLMNNResult(CertifiedResult):
 
     def __repr__(self) -> str:
         return (f"FastLMNNResult(upper={self.upper:.10g}, lower={self.lower:.10g}, "
-                f"relative_gap={self.relative_gap:.3g}, converged={self.converged}, "
+                f"relative_gap={self.relative_gap:.3g}, status={self.status!r}, "
                 f"n_iter={self.n_iter}, stages={self.n_stages}, searches={self.n_searches}, "
                 f"active={self.n_active}, time={self.timings.get('total', float('nan')):.3g} s, "
                 f"message={self.message!r})")

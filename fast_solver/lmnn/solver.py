@@ -77,6 +77,7 @@ from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
 from lmnn_sdp.core.space import sphered_space
 from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
@@ -363,8 +364,9 @@ class _Run:
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points or binary "
                         "features), where the bound sets impostor multipliers to 0, so it is weak")
+        status = CONVERGED if certificate.certified else MAX_ITER if stop == "max_iter" else STALLED
         return FastLMNNResult(
-            certificate=certificate, message=message,
+            certificate=certificate, status=status, message=message,
             n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.search.n_searches,
             n_evaluations=self.n_evaluations, n_hessian_products=self.n_hessian_products,
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,
@@ -402,7 +404,8 @@ def _without_pull(problem: LMNNProblem, clusters, tol: float) -> FastLMNNResult:
     message = (f"converged: {why}" if certificate.certified else
                f"not converged: {why}; {certificate.refused or 'the gap in float64 is above tol'}")
     return FastLMNNResult(
-        certificate=certificate, message=message, n_iter=0, n_stages=0, n_searches=0,
+        certificate=certificate, status=CONVERGED if certificate.certified else STALLED,
+        message=message, n_iter=0, n_stages=0, n_searches=0,
         n_evaluations=0, n_hessian_products=0, search_fraction=0.0, n_active=len(triplets),
         active_triplets=triplets, timings={"total": time.perf_counter() - start})
 

@@ -288,7 +288,7 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
 
 def warn_unless_stationary(estimator: BaseEstimator, result: LMCAResult) -> None:
     """A ConvergenceWarning when L-BFGS spent its budget before stopping by ``tol``."""
-    if result.status != "stationary":
+    if not result.converged:
         warnings.warn(f"[{type(estimator).__name__}] L-BFGS did not converge: max_iter="
                       f"{estimator.max_iter} iterations spent before the relative decrease fell "
                       f"below tol={estimator.tol:g}; raise max_iter.", ConvergenceWarning)

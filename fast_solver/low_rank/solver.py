@@ -51,6 +51,7 @@ from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.start import best_scale
 from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.status import CONVERGED, MAX_ITER
 
 HINGES = ("linear", "smooth")
 SMOOTH_WIDTH = 1.0  # the smooth hinge of Rennie & Srebro, as in the LMCA paper (sec. 2)
@@ -93,10 +94,12 @@ class LMCAResult:
     hinge : {"linear", "smooth"}
     width : float
         Huber width of the stage whose answer this is.
-    status : {"stationary", "max_iter"}
-        ``"stationary"``: L-BFGS stopped by its tolerance at the last width (a local
-        minimum as far as it can tell; eq. 14 in ``L`` is not convex, so not a proof).
+    status : {"converged", "max_iter"}
+        How the fit stopped (``lmnn_sdp.status``): L-BFGS stopped by its tolerance at the
+        last width (a stationary point as far as it can tell; eq. 14 in ``L`` is not
+        convex, so not a proof of optimality), or ``max_iter`` iterations were spent first.
     message : str
+        Why it stopped, for people.
     n_iter, n_stages, n_searches, n_evaluations, n_active : int
     stages : list of LowRankStage
     timings : dict of str to float
@@ -122,6 +125,11 @@ class LMCAResult:
     stages: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     price_of_rank: float | None = None
+
+    @property
+    def converged(self) -> bool:
+        """The stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED
 
     def __repr__(self) -> str:
         price = "None" if self.price_of_rank is None else f"{self.price_of_rank:.3g}"
@@ -208,7 +216,7 @@ class _Run:
             x = np.zeros_like(x)
             zero = EmbeddingEvaluation(value=0.0, objective=0.0, gradient=np.zeros(0),
                                        n_active=self.problem.n_triplets)
-            return self._result(x, zero, 0.0, hinge, "stationary", "mu = 0: the zero map is optimal")
+            return self._result(x, zero, 0.0, hinge, CONVERGED, "converged: mu = 0, so the zero map is optimal")
         Z = self.embed(x)
         if not np.any(Z - Z.mean(axis=0)):  # every pair within the radius: n^2 impostor pairs
             raise ValueError("the starting map sends every training point to the same point, where "
@@ -230,9 +238,9 @@ class _Run:
                 break  # the stage lowered eq. 14 by less than tol
             width *= SHRINK
         x, ev, width = best
-        status = "max_iter" if stop == "max_iter" else "stationary"
+        status = MAX_ITER if stop == "max_iter" else CONVERGED
         message = (f"not converged: max_iter={max_iter} L-BFGS iterations spent" if stop == "max_iter"
-                   else f"stationary: L-BFGS stopped ({stop}) at width {width:g}")
+                   else f"converged: L-BFGS stopped ({stop}) at width {width:g}, a stationary point")
         return self._result(x, ev, width, hinge, status, message)
 
     def _stage(self, x: np.ndarray, width: float, max_iter: int) -> tuple[np.ndarray, str]:

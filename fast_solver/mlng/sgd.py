@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
 from lmnn_sdp.core.problem import check_inputs
 from lmnn_sdp.core.psd import psd_factor
+from lmnn_sdp.status import CONVERGED, MAX_ITER
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,11 @@ class MLNGResult:
         Eq. 10 at ``metric``, over all points.
     mean_loss : float
         The average surrogate loss ``L_i`` (eq. 5-6) at ``metric``.
-    converged : bool
-        Whether the epoch averages stopped falling by ``tol`` before ``max_epochs``.
+    status : {"converged", "max_iter"}
+        How SGD stopped (``lmnn_sdp.status``): an epoch's average of eq. 10 fell by at most
+        ``tol`` (relative), or ``max_epochs`` epochs were spent first.
+    message : str
+        Why it stopped, for people.
     n_epochs, n_steps : int
     history : list of MLNGEpoch
     timings : dict of str to float
@@ -73,19 +77,21 @@ class MLNGResult:
     components: np.ndarray
     objective: float
     mean_loss: float
-    converged: bool
+    status: str
+    message: str
     n_epochs: int
     n_steps: int
     history: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
 
     @property
-    def status(self) -> str:
-        return "converged" if self.converged else "max_iter"
+    def converged(self) -> bool:
+        """The stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED
 
     def __repr__(self) -> str:
         return (f"MLNGResult(objective={self.objective:.6g}, mean_loss={self.mean_loss:.4g}, "
-                f"converged={self.converged}, n_epochs={self.n_epochs}, n_steps={self.n_steps}, "
+                f"status={self.status!r}, n_epochs={self.n_epochs}, n_steps={self.n_steps}, "
                 f"time={self.timings.get('total', float('nan')):.3g} s)")
 
 
@@ -129,7 +135,10 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
     sgd = time.perf_counter() - start
     loss, _ = summed_losses(X, X @ L.T, labels, k, loss_matrix)
     W, total = L.T @ L, time.perf_counter() - start
-    return MLNGResult(W, L, float(np.sum(W * W)) + C * loss, loss / n, _stalled(history, tol),
+    status = CONVERGED if _stalled(history, tol) else MAX_ITER
+    message = (f"converged: the last epoch's average of eq. 10 fell by at most tol={tol:g}"
+               if status == CONVERGED else f"not converged: max_epochs={max_epochs} epochs spent")
+    return MLNGResult(W, L, float(np.sum(W * W)) + C * loss, loss / n, status, message,
                       len(history), step, history, {"sgd": sgd, "objective": total - sgd,
                                                     "total": total})
 

@@ -34,10 +34,15 @@ from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.pairs import implicit_layout
 from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
 from lmnn_sdp.mmc.refine import Gradient, ascend, metric_of, start_point
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 ANDERSON_MEMORY = 5
 FIRST_TARGET = 0.25  # of tol: the estimated gap at which the first certificate is computed
 TARGET_STEP = 0.01  # the target's factor after a certificate that does not prove tol
+_MESSAGES = {CONVERGED: "converged: the certified gap is below tol",
+             MAX_ITER: "not converged: max_iter steps spent before the certified gap reached tol",
+             STALLED: "not converged: no further progress in floating point before the certified gap "
+                      "reached tol"}
 RANK_FLOOR = 1e-14  # eigenvalues of B below this fraction of the largest leave the factor L
 
 
@@ -46,38 +51,41 @@ class FastMMCResult(CertifiedResult):
     """A fast MMC solve and its proof; nothing is printed.
 
     ``metric`` (d, d), ``objective``, ``sense``, ``upper``, ``lower``, ``relative_gap``,
-    ``certified`` and ``tol`` are the certificate's; ``converged`` is ``certified``.
+    ``certified`` and ``tol`` are the certificate's. The solver's stopping rule is the
+    certificate, so ``converged`` is ``certified``.
 
     Attributes
     ----------
     certificate : MMCCertificate
         Of the implicit label pairs (``TangentRule`` evidence); ``verify()`` re-derives it.
+    status : {"converged", "max_iter", "stalled"}
+        How the solve stopped (``lmnn_sdp.status``): its certificate proved the gap below
+        ``tol``; ``max_iter`` steps were spent first; or the inner method made no further
+        progress in floating point.
+    message : str
+        Why it stopped, for people.
     n_iter : int
         Power steps (full) or Newton iterations (diagonal), over all rounds.
     n_certificates : int
         Certificates computed (one per round).
     estimated_gap : float
         The solver's own estimate at its answer (``lmnn_sdp.mmc.refine``).
-    stop : str
-        ``"certified"``, ``"max_iter"`` or ``"stalled"`` (no progress in floating point).
     timings : dict of str to float
         Seconds to ``whiten``, ``solve``, ``certify`` and in ``total``.
     """
 
     certificate: MMCCertificate
+    status: str
+    message: str
     n_iter: int
     n_certificates: int
     estimated_gap: float
-    stop: str
     timings: dict
 
     @property
     def converged(self) -> bool:
-        return self.certified
-
-    @property
-    def status(self) -> str:
-        return "converged" if self.certified else self.stop
+        """The stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED
 
     @property
     def objective(self) -> float:
@@ -139,17 +147,17 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
             timings["solve"] += certified_at - tick
             timings["certify"] += time.perf_counter() - certified_at
             if certificate.certified:
-                stop = "certified"
+                status = CONVERGED
             elif n_iter >= max_iter:
-                stop = "max_iter"
+                status = MAX_ITER
             elif stop == "stalled" or steps == 0:
-                stop = "stalled"
+                status = STALLED
             else:
                 target *= TARGET_STEP
                 continue
             break
     timings["total"] = time.perf_counter() - start
-    return FastMMCResult(certificate, n_iter, rounds, gap, stop, timings)
+    return FastMMCResult(certificate, status, _MESSAGES[status], n_iter, rounds, gap, timings)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import LinearMetricTransformer, labelled_inputs
 from fast_solver.nca.objective import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
+from lmnn_sdp.status import MAX_ITER
 
 
 class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimator):
@@ -100,8 +101,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         self.components_ = result.components
         self.objective_ = result.objective
         self.n_iter_ = int(result.nit)
-        if not result.success:
-            advice = "; raise max_iter" if result.status == 1 else ""
+        if not result.converged:
+            advice = "; raise max_iter" if result.status == MAX_ITER else ""
             warnings.warn(f"[NCA] did not converge after {result.nit} iterations: {result.message}"
                           f"{advice}.", ConvergenceWarning)
         return self

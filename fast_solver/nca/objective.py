@@ -37,6 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 OBJECTIVES = ("f", "g")
 INITS = ("auto", "pca", "lda", "identity", "random")
@@ -97,6 +98,9 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
                       callback=each_iteration, options={"maxiter": max_iter})
     result.components = result.x.reshape(shape)
     result.objective = -float(result.fun)
+    result.solver_status = result.status  # L-BFGS-B's code; 1 is its iteration limit
+    result.status = CONVERGED if result.success else MAX_ITER if result.status == 1 else STALLED
+    result.converged = result.status == CONVERGED
     return result
 
 

@@ -64,7 +64,7 @@ class Certificate:
         scale into the dual cone, the smallest eigenvalue of the scaled ``Z_c``, clusters
         with a singular pull matrix and the impostor multipliers dropped for them). Not
         saved and not claims: ``verify`` returns a certificate with its own.
-    status : {"computed", "loaded", "verified"}
+    provenance : {"computed", "loaded", "verified"}
         Where the numbers come from: proved here, read from a file (not yet checked), or
         re-derived by ``verify``.
     timings : dict of str to float
@@ -89,7 +89,7 @@ class Certificate:
     min_eig_dual: float | None = None
     singular_clusters: tuple = ()
     n_dropped: int = 0
-    status: str = "computed"
+    provenance: str = "computed"
     timings: dict = field(default_factory=dict)
 
     @property
@@ -108,7 +108,7 @@ class Certificate:
         return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g} "
                 f"(+-{self.upper_error:.2g}), lower={self.lower:.10g}, "
                 f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, {alpha}"
-                f"multipliers={self.n_multipliers}{singular}, status={self.status!r})")
+                f"multipliers={self.n_multipliers}{singular}, provenance={self.provenance!r})")
 
     def verify(self, rtol: float = 1e-9) -> Certificate:
         """Re-derive the certificate from its evidence alone and check every stated number.
@@ -151,7 +151,7 @@ class Certificate:
         if stated is not None and not abs(stated - fresh.min_eig_metric) <= slack(fresh.min_eig_metric):
             raise ValueError(f"certificate refused: the metric's smallest eigenvalue is "
                              f"{fresh.min_eig_metric!r}, not the stated min_eig_metric={stated!r}.")
-        return replace(fresh, status="verified", timings={"verify": time.perf_counter() - start})
+        return replace(fresh, provenance="verified", timings={"verify": time.perf_counter() - start})
 
     def record(self) -> tuple[dict, dict]:
         """``(arrays, fields)`` of the corpus format (``validation/corpus/README.md``)."""
@@ -199,7 +199,7 @@ class Certificate:
                    certified=fields["certified"], refused=fields["refused"], tol=fields["tol"],
                    metric=arrays["M"], triplets=arrays["triplets"],
                    multipliers=arrays["multipliers"], problem=problem, clusters=clusters,
-                   status="loaded", timings={"load": time.perf_counter() - start})
+                   provenance="loaded", timings={"load": time.perf_counter() - start})
 
 
 def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,

@@ -54,7 +54,7 @@ from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 from lmnn_sdp.generation.start import starting_metrics
-from lmnn_sdp.result import SDPResult
+from lmnn_sdp.result import SDPResult, stop_status
 
 CERTIFY_BANDS = (1e-3, 3e-3, 1e-2)
 
@@ -69,7 +69,7 @@ class AggregatedRound:
     upper: float  # the objective after the step
     lower: float  # best lower bound so far
     relative_gap: float
-    status: str
+    solver_status: str
     seconds: float
 
 
@@ -109,7 +109,9 @@ def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABE
     certificates = _final_certificates(problem, space, clusters, metric, best, solver, tol)
     certificate = max(certificates.values(), key=lambda c: c.lower)
     triplets, multipliers = best if best is not None else (np.empty((0, 3), np.intp), np.zeros(0))
-    return SDPResult(certificate=certificate, certificates=certificates, status=rounds[-1].status, solver=solver,
+    budget_spent = len(rounds) == max_rounds and rounds[-1].relative_gap > tol and stalled < 3
+    return SDPResult(certificate=certificate, certificates=certificates,
+                     **stop_status(certificate, budget_spent), solver_status=rounds[-1].solver_status, solver=solver,
                      method="aggregated", n_triplets=len(triplets), triplets=triplets,
                      multipliers=multipliers, timings={"build": build, "solve": solve},
                      rounds=rounds, clusters=clusters)

@@ -14,7 +14,7 @@ What was tried and measured, and why this design: ``docs/design/constraint-gener
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -23,7 +23,7 @@ from lmnn_sdp.core.problem import LMNNProblem, check_triplets, cluster_owner, tr
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS
 from lmnn_sdp.generation.start import starting_metrics
-from lmnn_sdp.result import SDPResult, certified_result
+from lmnn_sdp.result import SDPResult, certified_result, stop_status
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Round:
     upper: float  # the objective of the full problem at this round's metric
     lower: float
     relative_gap: float
-    status: str
+    solver_status: str
     seconds: float  # wall time of the round (build, solve, search, certificate)
 
 
@@ -88,7 +88,7 @@ def solve_cutting_plane(problem: LMNNProblem, clusters=None, solver: str = "CLAR
         working = np.concatenate([kept, fresh])
     bar.close()
     result.rounds, result.timings = rounds, {"build": build, "solve": solve}
-    return result
+    return replace(result, **stop_status(result.certificate, budget_spent=violated > 0))
 
 
 def unique_rows(triplets: np.ndarray) -> np.ndarray:

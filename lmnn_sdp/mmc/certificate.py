@@ -109,7 +109,7 @@ class MMCCertificate:
     tol : float
     min_eigenvalue : float
         Smallest eigenvalue of the candidate metric before its PSD part was taken.
-    status : {"computed", "loaded", "verified"}
+    provenance : {"computed", "loaded", "verified"}
         Derived here, read from a file (stated, not yet checked), or re-derived by ``verify``.
     timings : dict of str to float
         Seconds spent: ``certify``, ``load`` or ``verify``.
@@ -126,7 +126,7 @@ class MMCCertificate:
     certified: bool
     tol: float
     min_eigenvalue: float
-    status: str = "computed"
+    provenance: str = "computed"
     timings: dict = field(default_factory=dict)
 
     @property
@@ -172,7 +172,7 @@ class MMCCertificate:
                 f"lower={self.lower:.10g}, relative_gap={self.relative_gap:.3g}, tol={self.tol:g}")
 
     def __repr__(self) -> str:
-        return f"MMCCertificate({self.summary()}, status={self.status!r})"
+        return f"MMCCertificate({self.summary()}, provenance={self.provenance!r})"
 
     def verify(self, rtol: float = 1e-9) -> MMCCertificate:
         """Re-derive the certificate from its evidence alone and check every stated number.
@@ -180,7 +180,7 @@ class MMCCertificate:
         ``value`` must be reproduced to ``rtol`` (relative), ``bound`` must be proved
         (the re-derived bound at most ``rtol`` above it), ``relative_gap`` must follow
         from ``bound`` and ``feasible_value``, and ``certified`` from the gap and ``tol``.
-        Returns the re-derived certificate (status ``"verified"``); a ValueError names the
+        Returns the re-derived certificate (provenance ``"verified"``); a ValueError names the
         first stated number the evidence does not support, or the part of the evidence
         that fails its role (``M`` infeasible, ``tangents`` not positive, ``multiplier``
         too small)."""
@@ -200,7 +200,7 @@ class MMCCertificate:
         if self.certified != bool(gap <= self.tol):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
                              f"relative_gap={gap:.3g} and tol={self.tol:g}.")
-        return replace(fresh, status="verified",
+        return replace(fresh, provenance="verified",
                        timings={"verify": time.perf_counter() - start})
 
     def record(self) -> tuple[dict, dict]:
@@ -254,7 +254,7 @@ class MMCCertificate:
                    feasible_value=evaluate(problem, M).feasible_value,
                    relative_gap=fields["relative_gap"], certified=fields["certified"],
                    tol=fields["tol"], min_eigenvalue=_smallest_eigenvalue(M),
-                   status="loaded", timings={"load": time.perf_counter() - start})
+                   provenance="loaded", timings={"load": time.perf_counter() - start})
 
 
 def prove(problem: MMCProblem, M, tangents, multiplier, *, tol: float = 1e-6,

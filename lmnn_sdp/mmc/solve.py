@@ -47,6 +47,7 @@ from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
 from lmnn_sdp.mmc.refine import metric_of, refine, start_point
+from lmnn_sdp.status import CONVERGED, STALLED
 
 TIGHT_OPTIONS = {  # each solver's tolerances for the second and third rungs of the ladder
     "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
@@ -59,7 +60,7 @@ TIGHT_OPTIONS = {  # each solver's tolerances for the second and third rungs of 
 class Attempt:
     """One rung of the ladder: a solve, its refinement and their certified gaps.
 
-    ``status`` is the solver's (reported, never trusted), or ``"failed: ..."``;
+    ``solver_status`` is the solver's (reported, never trusted), or ``"failed: ..."``;
     ``solver_gap`` is the certified gap of the solver's metric (tangents at its own
     distances), ``relative_gap`` that of the kept one (NaN when the solver failed);
     ``steps`` counts refinement steps and ``estimated_gap`` is where they ended
@@ -67,7 +68,7 @@ class Attempt:
 
     solver: str
     options: dict
-    status: str
+    solver_status: str
     solver_gap: float
     relative_gap: float
     steps: int
@@ -85,7 +86,12 @@ class MMCResult(CertifiedResult):
     ----------
     certificate : MMCCertificate
         The bounds with their evidence; ``certificate.verify()`` re-derives them.
-    status : str
+    status : {"converged", "stalled"}
+        How the solve stopped (``lmnn_sdp.status``): the certificate proved the gap below
+        ``tol``, or every rung of the ladder ended without that proof.
+    message : str
+        Why it stopped, for people.
+    solver_status : str
         The solver's status on the kept attempt, reported and never trusted.
     solver : str
         The solver of the kept attempt.
@@ -98,9 +104,16 @@ class MMCResult(CertifiedResult):
 
     certificate: MMCCertificate
     status: str
+    message: str
+    solver_status: str
     solver: str
     attempts: tuple
     timings: dict
+
+    @property
+    def converged(self) -> bool:
+        """The stopping rule, a certified gap at most ``tol``, was met."""
+        return self.status == CONVERGED
 
     @property
     def objective(self) -> float:
@@ -176,9 +189,14 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
             break
     if best is None:
         raise RuntimeError("every solver failed on this MMC instance: "
-                           + "; ".join(f"{a.solver}: {a.status}" for a in attempts))
+                           + "; ".join(f"{a.solver}: {a.solver_status}" for a in attempts))
     timings["total"] = time.perf_counter() - start
-    return MMCResult(certificate=best[1], status=best[0].status, solver=best[0].solver,
+    certificate = best[1]
+    status = CONVERGED if certificate.certified else STALLED
+    message = ("converged: the certified gap is below tol" if certificate.certified else
+               f"not converged: every rung ended above tol; the best certified gap is {certificate.relative_gap:.3g}")
+    return MMCResult(certificate=certificate, status=status, message=message,
+                     solver_status=best[0].solver_status, solver=best[0].solver,
                      attempts=tuple(attempts), timings=timings)
 
 

@@ -59,7 +59,7 @@ def test_loss_and_gradient_equal_brute_force_and_finite_differences(width):
 def test_full_rank_answer_reaches_the_certified_optimum(iris, init):
     problem, full = iris
     result = solve_lmca(problem, 4, init=init, tol=1e-8)
-    assert result.status == "stationary"
+    assert result.status == "converged" and result.converged
     assert full.lower * (1 - 1e-9) <= result.objective <= full.upper * (1 + 1e-6)
 
 

@@ -181,7 +181,7 @@ def test_certificate_carries_its_evidence_and_verifies(solved):
     p, result = solved
     cert = certify(p, result.metric)
     again = cert.verify()
-    assert (cert.status, again.status) == ("computed", "verified") and "verify" in again.timings
+    assert (cert.provenance, again.provenance) == ("computed", "verified") and "verify" in again.timings
     assert again.lower == pytest.approx(cert.lower, rel=1e-12)
     assert again.upper == pytest.approx(p.objective(result.metric), rel=1e-12)
     assert cert.problem is p and cert.metric.shape == (3, 3) and cert.kind == "lmnn"
@@ -216,7 +216,7 @@ def test_save_load_round_trip_and_tampering(solved, tmp_path):
     npz, js = cert.save(tmp_path / "iris-mu0.5")  # a dot in the name stays in the name
     assert (npz.name, js.name) == ("iris-mu0.5.npz", "iris-mu0.5.json")
     loaded = Certificate.load(js)
-    assert loaded.status == "loaded"
+    assert loaded.provenance == "loaded"
     loaded.verify()
     assert (loaded.upper, loaded.lower, loaded.certified) == (cert.upper, cert.lower, cert.certified)
     np.testing.assert_array_equal(loaded.metric, cert.metric)

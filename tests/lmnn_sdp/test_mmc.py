@@ -449,8 +449,9 @@ def test_result_speaks_the_certificates_vocabulary_and_times_each_stage():
     for name in ("metric", "objective", "sense", "upper", "lower", "relative_gap", "certified",
                  "tol"):
         assert np.all(getattr(result, name) == getattr(cert, name)), name
-    assert result.status == result.attempts[-1].status in {"optimal", "optimal_inaccurate"}
-    assert result.solver == "CLARABEL" and cert.status == "computed"
+    assert result.solver_status == result.attempts[-1].solver_status in {"optimal", "optimal_inaccurate"}
+    assert result.status == "converged" and result.converged
+    assert result.solver == "CLARABEL" and cert.provenance == "computed"
     stages = ("build", "solve", "refine", "certify")
     assert set(result.timings) == {*stages, "total"} and result.timings["solve"] > 0
     assert sum(result.timings[s] for s in stages) <= result.timings["total"]

@@ -57,7 +57,7 @@ def refused(path) -> str:
 def test_verify_re_derives_a_solved_certificate(iris_certificate):
     cert = iris_certificate
     fresh = cert.verify()
-    assert fresh.status == "verified" and cert.status == "computed"
+    assert fresh.provenance == "verified" and cert.provenance == "computed"
     assert fresh.value == cert.value and fresh.bound == cert.bound
     assert fresh.relative_gap == cert.relative_gap and fresh.certified
     assert set(fresh.timings) == {"verify"}
@@ -70,7 +70,7 @@ def test_verify_re_derives_every_corpus_certificate():
     assert {e["problem"] for e in entries} == {"mmc", "mmc-diagonal"}
     for entry in entries:
         cert = corpus.load_certificate(entry["name"])
-        assert cert.status == "loaded" and cert.kind == entry["problem"]
+        assert cert.provenance == "loaded" and cert.kind == entry["problem"]
         assert cert.verify().certified and cert.relative_gap <= 1e-8
 
 
@@ -127,7 +127,7 @@ def test_save_load_verify_round_trip(tmp_path, iris_certificate):
     assert (fields["value"], fields["bound"]) == (iris_certificate.value,
                                                           iris_certificate.bound)
     loaded = MMCCertificate.load(npz)
-    assert loaded.status == "loaded" and np.array_equal(loaded.M, iris_certificate.M)
+    assert loaded.provenance == "loaded" and np.array_equal(loaded.M, iris_certificate.M)
     assert loaded.relative_gap == iris_certificate.relative_gap
     assert loaded.feasible_value == iris_certificate.feasible_value
     assert loaded.verify().summary() == iris_certificate.summary()

@@ -175,7 +175,7 @@ def test_implicit_and_explicit_certificates_agree(iris_pair):
     assert implicit.certified and explicit.certified and implicit.relative_gap <= 1e-10
     assert implicit.lower <= explicit.upper and explicit.lower <= implicit.upper
     fresh = implicit.verify()
-    assert fresh.status == "verified" and fresh.bound == implicit.bound
+    assert fresh.provenance == "verified" and fresh.bound == implicit.bound
 
 
 def test_wine_raw_scales_keep_the_implicit_gap_small():

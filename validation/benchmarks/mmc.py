@@ -47,7 +47,7 @@ def run_benchmark(threads: int | None = None, metric_learn: bool = True) -> list
                    "objective": ours.objective, "lower": ours.lower, "upper": ours.upper,
                    "gap": ours.relative_gap, "certified": ours.certified,
                    "solver_gap": first.solver_gap, "steps": first.steps,
-                   "attempts": len(ours.attempts), "status": ours.status,
+                   "attempts": len(ours.attempts), "status": ours.solver_status,
                    "seconds": ours.timings["total"]}
             if metric_learn:
                 row.update(score_metric_learn(X, y, diagonal, ours))

@@ -55,5 +55,5 @@ def certify(instance: MMCInstance, tol: float) -> tuple[MMCCertificate, str]:
     result = solve_mmc(instance.X, instance.y, diagonal=instance.diagonal, tol=tol)
     if not result.certified:
         raise RuntimeError(f"{instance.name}: certified only to {result.relative_gap:.2g}")
-    return result.certificate, (f"lmnn_sdp.solve_mmc, {result.solver} (status {result.status}),"
+    return result.certificate, (f"lmnn_sdp.solve_mmc, {result.solver} (status {result.solver_status}),"
                                 " refined by the generalised power method")

@@ -1,0 +1,26 @@
+"""How a method stopped: the one vocabulary of every result's ``status``.
+
+``status`` reports the method's own stopping rule and nothing else. Whether an answer is
+proved is ``certified``, decided from the result's own bounds; people read ``message``; the
+status a cvxpy solver reported, where there is one, is ``solver_status``. No code decides on
+``message`` or ``solver_status``.
+
+Examples
+--------
+>>> from lmnn_sdp.status import CONVERGED, STATUSES
+>>> CONVERGED in STATUSES
+True
+"""
+
+CONVERGED = "converged"
+"""The method's stopping rule was met: a certified gap at most ``tol`` for the certified
+solvers, their own test (a fixed point, stationarity, no further decrease) for the others."""
+
+MAX_ITER = "max_iter"
+"""The budget (iterations, epochs, passes or rounds) ran out before the stopping rule was met."""
+
+STALLED = "stalled"
+"""The method stopped short of its rule before its budget: no further progress in floating
+point, or bounds that its certificate does not prove."""
+
+STATUSES = (CONVERGED, MAX_ITER, STALLED)

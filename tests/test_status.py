@@ -1,0 +1,59 @@
+"""Every result speaks one status vocabulary (``lmnn_sdp.status``): ``status`` is one of the
+constants, ``converged`` is ``status == "converged"``, and ``certified`` comes from bounds."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from fast_solver import fit_mlng, minimize_nca, solve, solve_lmca, solve_mmc_fast, solve_multipass
+from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mmc
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, STATUSES
+
+
+@pytest.fixture(scope="module")
+def iris30():
+    X, y = load_iris(return_X_y=True)
+    rows = np.r_[0:10, 50:60, 100:110]
+    return X[rows], y[rows]
+
+
+def _results(X, y):
+    problem = LMNNProblem(X, y, k=2, mu=0.5)
+    codes = np.unique(y, return_inverse=True)[1]
+    return {
+        "fast LMNN": (solve(problem), CONVERGED),
+        "fast LMNN, budget": (solve(problem, max_iter=1), MAX_ITER),
+        "multi-pass": (solve_multipass(problem, max_passes=1, stop="passes"), CONVERGED),
+        "multi-pass, targets still change": (solve_multipass(problem, max_passes=1), None),
+        "fast MMC": (solve_mmc_fast(X, y), CONVERGED),
+        "fast MMC, budget": (solve_mmc_fast(X, y, max_iter=1), MAX_ITER),
+        "MLNG, budget": (fit_mlng(X, codes, k=2, max_epochs=1, random_state=0), MAX_ITER),
+        "LMCA": (solve_lmca(problem, 2, random_state=0), CONVERGED),
+        "NCA": (minimize_nca(X, y, np.eye(4)), CONVERGED),
+        "NCA, budget": (minimize_nca(X, y, np.eye(4), max_iter=1), MAX_ITER),
+        "exact LMNN": (solve_lmnn(problem, method="full"), CONVERGED),
+        "exact LMNN, one round": (solve_lmnn(problem, method="cutting-plane", max_rounds=1,
+                                             working_set=np.array([[0, problem.targets[0, 0], 29]])),
+                                  MAX_ITER),
+        "exact MMC": (solve_mmc(X, y), CONVERGED),
+    }
+
+
+def test_every_result_speaks_the_status_vocabulary(iris30):
+    for name, (result, expected) in _results(*iris30).items():
+        assert result.status in STATUSES, name
+        assert result.converged == (result.status == CONVERGED), name
+        assert isinstance(result.message, str) and result.message, name
+        if "NCA" not in name:  # scipy's OptimizeResult keeps scipy's message
+            assert result.message.startswith("not converged") != result.converged or "pass" in name, name
+        if expected is not None:
+            assert result.status == expected, (name, result.status, result.message)
+        if hasattr(result, "certificate") and result.status == CONVERGED:
+            assert result.certified, name  # the certified solvers' rule is their certificate
+
+
+def test_exact_results_report_the_solver_status_apart(iris30):
+    X, y = iris30
+    result = solve_lmnn(LMNNProblem(X, y, k=2), method="full")
+    assert result.solver_status in {"optimal", "optimal_inaccurate"}
+    assert result.status == CONVERGED and STALLED != result.status
