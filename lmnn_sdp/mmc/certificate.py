@@ -38,8 +38,9 @@ implicit pairs: in plain floating point with a bound on its error,
 nearly cancels on every similar pair, and in plain floating point ``u^T M u`` loses up
 to nine digits when features differ in scale by 1e5. What remains is the float ``M``
 itself, PSD and scaled only up to the rounding of its entries; ``feasible_value``
-charges that rounding against the value, to first order. On iris and wine it is
-about ``1e-15`` of the value.
+charges that rounding against the value, to first order.
+
+Design note: docs/design/mmc.md.
 """
 
 from __future__ import annotations

@@ -354,8 +354,7 @@ def accurate_distances(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
     ``A_de u_d u_e`` (``2 A_de`` off the diagonal) is split exactly into a float and its
     rounding error (Dekker's TwoProduct), and the terms are added with Knuth's TwoSum.
     The optimal metric nearly cancels on every similar pair, so ``u^T A u`` in plain
-    floating point loses ``log10(|u|^T |A| |u| / u^T A u)`` digits (nine on iris with
-    features scaled by 1e3 and 1e-2); this keeps them."""
+    floating point loses ``log10(|u|^T |A| |u| / u^T A u)`` digits; this keeps them."""
     total = np.zeros(len(U))
     errors = np.zeros(len(U))
     for d, e in zip(*np.triu_indices(metric.shape[0])):
@@ -372,8 +371,7 @@ def accurate_distances(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
 def entry_rounding(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """``3 eps |u_p|^T |A| |u_p|`` (P,): how far ``u_p^T A u_p`` can move when every entry
     of ``A`` (d, d) moves by three roundings (the PSD projection and the scaling that
-    made ``A``, and its evaluation). About ``10 eps`` of the distance on iris and wine;
-    up to 1e-6 of it when the features differ in scale by 1e5."""
+    made ``A``, and its evaluation)."""
     return 3 * np.finfo(float).eps * distances(np.abs(U), np.abs(metric))
 
 

@@ -15,22 +15,15 @@ The program (hypograph form, whitened coordinates of ``lmnn_sdp.mmc.bound``)::
     max sum_p t_p / sqrt(P)   s.t.  t_p^2 <= w_p^T B w_p,  trace(B) <= 1,  B PSD (r, r)
 
 or ``t_p^2 <= <w_p * w_p, b>``, ``sum(b) <= 1``, ``b >= 0`` (r,) over diagonal metrics;
-``A = W B W^T`` maps back. (XING) is solved through (MMC) over diagonal metrics, (XING-MMC).
+``A = W B W^T`` maps back. (XING) is solved through (MMC) over diagonal metrics, (XING-MMC),
+as a second-order cone program, not with ``-log`` (an exponential cone).
 
-Conditioning (measured with cvxpy 1.9.3, Clarabel 0.11.1, SCS 3.3.1). On raw scales,
-or with X only divided by ``sqrt(sum_S ||v_q||^2)``, Clarabel stopped with
-``InsufficientProgress`` on iris and reported ``optimal`` at 303.2 on raw wine, whose
-certified optimum is 492.74; SCS reported ``optimal`` at values above the certified
-upper bound. Hence the whitened coordinates, with the differences scaled so that a
-typical distance is 1 and the objective divided by ``sqrt(P)`` (neither moves the
-maximiser). Xing's program written with ``-log`` (an exponential cone) reached gaps of
-only 7e-8 to 6e-7 on iris and wine; its SOCP equivalent reaches 5e-9. Even so,
-Clarabel's answer on iris has been seen at status ``optimal`` with a certified gap of
-3.3e-6 (a fresh environment, same versions) and 4.5e-9 on another machine: the
-solver's small spurious eigenvalues set the gap. The refinement removes them: from
-Clarabel's default, from Clarabel at tolerances 1e-3 or stopped after one iteration,
-and from five SCS iterations (solver gaps 4e-9 to 0.76), the certified gaps on iris
-and wine are 8e-11 to 2e-10, the bound's own rounding allowance, in one attempt.
+Conditioning. The program runs in the whitened coordinates, with the differences
+scaled so that a typical distance is 1 and the objective divided by ``sqrt(P)``
+(neither moves the maximiser). A solver's metric keeps small spurious eigenvalues,
+which set its certified gap; the refinement removes them.
+
+Design note: docs/design/mmc.md.
 """
 
 from __future__ import annotations
