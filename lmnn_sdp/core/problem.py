@@ -183,6 +183,7 @@ class LMNNProblem:
         Returns
         -------
         int
+            ``k * sum_i |{l: y_l != y_i}|``.
 
         Examples
         --------
@@ -219,6 +220,7 @@ class LMNNProblem:
         Returns
         -------
         float
+            ``eps(M)`` as computed in floating point.
 
         Raises
         ------
@@ -329,6 +331,7 @@ class LMNNProblem:
         Returns
         -------
         bool
+            True when ``x_i == x_j`` for every target pair ``j ~> i``.
 
         Examples
         --------
@@ -350,6 +353,7 @@ class LMNNProblem:
         Returns
         -------
         ndarray of shape (n_features,)
+            The median of every column of ``X``.
 
         Examples
         --------
@@ -447,6 +451,7 @@ class LMNNProblem:
         Returns
         -------
         ndarray of shape (n_triplets,)
+            The margin of every row of ``triplets``; positive when the triplet is violated.
 
         Raises
         ------
@@ -654,6 +659,7 @@ class LMNNProblem:
         Returns
         -------
         ndarray of shape (n_features, n_features)
+            ``M`` as floats (no copy when it already is).
 
         Raises
         ------

@@ -45,7 +45,7 @@ class MMC(TransformerMixin, BaseEstimator):
         The solve: certificate, solver status, attempts and timings.
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of str of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str of shape (n_features,)
         Names of the features seen in ``fit``, when ``X`` has string column names.
 
     See Also

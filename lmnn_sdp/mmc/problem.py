@@ -219,6 +219,7 @@ def pair_distances(X, pairs, metric) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_pairs,)
+        ``D_A`` of every row of ``pairs``.
 
     Raises
     ------
@@ -267,6 +268,7 @@ def mmc_objective(X, dissimilar, metric) -> float:
     Returns
     -------
     float
+        ``f(A)``; NaN when a distance is negative.
 
     Raises
     ------
