@@ -23,13 +23,92 @@ __all__ = ["Certificate", "certify"]
 def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multipliers=None,
             tol: float = 1e-6, band: float = 1e-3, solver: str = "CLARABEL",
             solver_options: dict | None = None, space: ReducedSpace | None = None) -> Certificate:
-    """Certify how close the metric ``M`` (d, d) is to the LMNN optimum, or the metrics
-    ``M`` (C, d, d) with ``clusters`` (n,) to the multi-metric optimum (sec. 5.2).
+    """Certify how close a candidate metric is to the optimum of LMNN or multi-metric LMNN.
 
-    With ``triplets`` (T, 3) and ``multipliers`` (T,) (for example from an SDP
-    solve) the lower bound uses those. Otherwise the multipliers come from
-    complementary slackness at ``M`` (``sdp.complementary_multipliers``): tied at
-    ``beta mu`` above the margin band, 0 below it, free within ``band``."""
+    The upper bound is the objective of eq. 14 (or of sec. 5.2 with ``clusters``) at
+    ``M``, with a bound on its rounding. The lower bound is weak duality for the SDP of
+    eq. 14 (DESIGN.md, "Certificates"): multipliers clipped into ``[0, mu]`` and scaled
+    into the dual cone (``certificates.bounds.dual_lower_bound``). They are the given
+    ``multipliers`` on ``triplets`` (for example an SDP's), or else the multipliers of
+    complementary slackness at ``M``: tied at ``beta mu`` for triplets above the margin
+    band, 0 below it and free within ``band``, found by a small dual SDP over the
+    triplets near the margin (``formulations.sdp.complementary_multipliers``). Nothing is
+    taken on trust: the bound holds for any multipliers, and a loose guess only widens
+    the gap.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The data, target neighbours and ``mu``.
+    M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+        The candidate: finite, symmetric and PSD up to rounding (eigenvalues down to
+        ``-1e-8`` of the largest entry), one metric per cluster with ``clusters``.
+    clusters : array-like of int of shape (n_samples,), optional
+        Cluster of each point for multi-metric LMNN (eq. 16), values ``0..C-1``.
+    triplets : array-like of int of shape (n_triplets, 3), optional
+        Distinct triplets ``(i, j, l)`` of the problem; give with ``multipliers``.
+    multipliers : array-like of shape (n_triplets,), optional
+        Their dual multipliers; clipped into ``[0, mu]``.
+    tol : float, default=1e-6
+        Certified relative gap up to which ``M`` counts as optimal; finite, >= 0.
+    band : float, default=1e-3
+        Margin band of the free multipliers of complementary slackness.
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The cvxpy solver of the complementary-slackness SDP (unused with
+        ``multipliers``).
+    solver_options : dict, optional
+        Keyword arguments of ``cvxpy.Problem.solve``.
+    space : ReducedSpace, optional
+        Coordinates of the data range for the complementary-slackness SDP; default
+        ``core.space.reduced_space(problem)``.
+
+    Returns
+    -------
+    Certificate
+        ``upper``, ``lower``, ``relative_gap``, ``certified`` and the evidence
+        (``metric``, the triplets with positive multipliers, the multipliers);
+        ``verify()`` re-derives the numbers from it.
+
+    Raises
+    ------
+    ValueError
+        A bad ``tol``; ``triplets`` without ``multipliers`` or the reverse; ``M`` of the
+        wrong shape, not finite, not symmetric or not PSD; ``triplets`` that are not
+        distinct triplets of the problem; ``multipliers`` of the wrong shape or not
+        finite; bad ``clusters``.
+    TypeError
+        Non-real ``M``; non-integer ``triplets`` or ``clusters``.
+
+    See Also
+    --------
+    lmnn_sdp.solve_lmnn : Find the optimal metric and certify it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem, certify, solve_lmnn
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> result = solve_lmnn(problem)
+    >>> certify(problem, result.metric).certified
+    True
+    >>> certify(problem, result.metric, triplets=result.triplets,
+    ...         multipliers=result.multipliers).certified
+    True
+
+    The Euclidean metric is far from optimal; its bounds still bracket the optimum:
+
+    >>> cert = certify(problem, np.eye(4))
+    >>> cert.certified, round(cert.upper, 3)
+    (False, 12.755)
+    >>> bool(cert.lower <= result.upper <= cert.upper)
+    True
+    >>> certify(problem, -np.eye(4))
+    Traceback (most recent call last):
+    ...
+    ValueError: M is not positive semidefinite...
+    """
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     if (triplets is None) != (multipliers is None):

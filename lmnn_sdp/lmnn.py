@@ -22,19 +22,141 @@ METHODS = ("full", "cutting-plane", "aggregated")
 def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "full", *,
                tol: float = 1e-6, formulation: str | None = None,
                solver_options: dict | None = None, **options) -> SDPResult:
-    """Solve the LMNN SDP exactly and certify the answer; ``metric`` is (d, d).
+    """Solve the LMNN SDP exactly and certify the answer.
 
-    ``method="cutting-plane"`` takes ``working_set``, ``start``, ``add_band``,
-    ``drop_band``, ``max_rounds``, ``progress`` (``cutting_plane.solve_cutting_plane``);
-    ``method="aggregated"`` takes ``start``, ``band``, ``max_rounds``, ``progress``
-    (``aggregated.solve_aggregated``). ``formulation`` ("primal" or "dual") is the SDP
-    solved: default "primal" for "full", "dual" for "cutting-plane"."""
+    The SDP of eq. 14 (Weinberger & Saul, JMLR 2009, sec. 3.4), solved in cvxpy in
+    the data range of the inputs. The solver's metric is projected onto the PSD cone
+    and certified twice, with the solver's multipliers and with multipliers from
+    complementary slackness (``lmnn_sdp.certify``); the better certificate is the
+    result's. The solver's status is reported, never trusted: the answer is
+    ``certified`` only when the certificate proves the gap within ``tol``.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The data, target neighbours and ``mu``.
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The cvxpy solver, in any case.
+    method : {"full", "cutting-plane", "aggregated"}, default="full"
+        ``"full"`` puts every triplet into one SDP (at most 5,000,000 triplets).
+        ``"cutting-plane"`` generates constraints: it solves the SDP on a working set of
+        triplets and adds those violated at its solution until none is
+        (``generation.cutting_plane``). ``"aggregated"`` solves SDPs over the triplets
+        near the margin only, with tied multipliers for those above it
+        (``generation.aggregated``); the method of choice beyond a few hundred points.
+    tol : float, default=1e-6
+        Certified relative gap up to which the answer counts as optimal; finite, >= 0.
+    formulation : {"primal", "dual"}, optional
+        The SDP solved; default ``"primal"`` for ``"full"`` and ``"dual"`` for
+        ``"cutting-plane"``. ``"aggregated"`` always solves the dual and takes none.
+    solver_options : dict, optional
+        Keyword arguments of ``cvxpy.Problem.solve``.
+    **options
+        Only with constraint generation. ``"cutting-plane"``: ``working_set``
+        (array of int of shape (T, 3)), ``start`` (a metric (d, d)), ``add_band``
+        (float, default 0.05), ``drop_band`` (float or None, default 0.5),
+        ``max_rounds`` (int, default 30), ``progress`` (bool, default False).
+        ``"aggregated"``: ``start``, ``band`` (float, default 0.05), ``max_rounds``
+        (int, default 100), ``progress``.
+
+    Returns
+    -------
+    SDPResult
+        ``metric`` (ndarray of shape (n_features, n_features)), ``upper``, ``lower``,
+        ``relative_gap``, ``certified``, the ``certificate`` with its evidence, the
+        solver's ``status``, the SDP's ``triplets`` and ``multipliers``, ``rounds`` and
+        ``timings``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``solver``, ``method`` or ``formulation``; ``formulation`` with
+        ``"aggregated"``; ``options`` with ``"full"``; more than 5,000,000 triplets
+        with ``"full"``; a ``tol`` that is negative or not finite.
+    TypeError
+        An option the chosen method does not take.
+    RuntimeError
+        The solver returned no finite solution (``"full"`` and ``"cutting-plane"``).
+
+    See Also
+    --------
+    lmnn_sdp.solve_lmnn_dual : The dual SDP over every triplet.
+    lmnn_sdp.solve_mm_lmnn : Multi-metric LMNN (sec. 5.2).
+    lmnn_sdp.certify : Certify any candidate metric.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem, solve_lmnn
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> result = solve_lmnn(problem)
+    >>> result.certified
+    True
+    >>> result.metric.shape
+    (4, 4)
+    >>> round(result.upper, 3)
+    5.878
+    >>> aggregated = solve_lmnn(problem, method="aggregated")
+    >>> aggregated.certified, round(aggregated.upper, 3)
+    (True, 5.878)
+    >>> aggregated.n_triplets < problem.n_triplets
+    True
+    """
     return _solve(problem, None, solver, method, tol, formulation, solver_options, options)
 
 
 def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: float = 1e-6,
                     solver_options: dict | None = None) -> SDPResult:
-    """Solve the dual SDP over every triplet; the metric is its PSD constraint's dual."""
+    """Solve the dual of the LMNN SDP over every triplet and certify the answer.
+
+    The Lagrange dual of the SDP of eq. 14 (``maximize sum lambda_t`` subject to
+    ``0 <= lambda_t <= mu`` and ``Z(lambda)`` PSD; DESIGN.md, "Certificates"); the metric
+    is the dual value of its PSD constraint. The same as ``solve_lmnn(problem, solver,
+    "full", formulation="dual")``.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The data, target neighbours and ``mu``.
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The cvxpy solver, in any case.
+    tol : float, default=1e-6
+        Certified relative gap up to which the answer counts as optimal; finite, >= 0.
+    solver_options : dict, optional
+        Keyword arguments of ``cvxpy.Problem.solve``.
+
+    Returns
+    -------
+    SDPResult
+        As for ``solve_lmnn``, with ``method="dual"``; ``multipliers`` are the
+        solver's ``lambda``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``solver``, more than 5,000,000 triplets, or a bad ``tol``.
+    RuntimeError
+        The solver returned no finite solution.
+
+    See Also
+    --------
+    lmnn_sdp.solve_lmnn : The primal, or constraint generation.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem, solve_lmnn_dual
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> result = solve_lmnn_dual(problem)
+    >>> result.method, result.certified
+    ('dual', True)
+    >>> result.triplets.shape, result.multipliers.shape
+    ((1200, 3), (1200,))
+    >>> round(result.upper, 3)
+    5.878
+    """
     return solve_lmnn(problem, solver, "full", tol=tol, formulation="dual",
                       solver_options=solver_options)
 
@@ -42,11 +164,71 @@ def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: floa
 def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
                   method: str = "full", *, tol: float = 1e-6, formulation: str | None = None,
                   solver_options: dict | None = None, **options) -> SDPResult:
-    """Solve multi-metric LMNN (sec. 5.2) exactly, all metrics jointly, and certify it.
+    """Solve multi-metric LMNN exactly, all metrics jointly, and certify the answer.
 
-    ``clusters`` (n,) holds each point's cluster, values 0..C-1 (e.g. k-means labels);
-    default one per class. ``metric`` of the result is (C, d, d). ``method``,
-    ``formulation`` and ``options`` as for ``solve_lmnn``."""
+    Multi-metric LMNN (Weinberger & Saul, JMLR 2009, sec. 5.2, eq. 16): every cluster
+    ``c`` of points has its own metric ``M_c``, and the distance to ``x_j`` is measured
+    by ``M_{c(j)}``. The SDP couples the metrics through the triplets; LMNN is the case
+    of one cluster. Solved and certified as by ``solve_lmnn``.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The data, target neighbours and ``mu``.
+    clusters : array-like of int of shape (n_samples,), optional
+        Cluster of each point, values ``0..C-1`` with every cluster used (e.g. k-means
+        labels); default one cluster per class (``problem.label_codes``).
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The cvxpy solver, in any case.
+    method : {"full", "cutting-plane", "aggregated"}, default="full"
+        As for ``solve_lmnn``.
+    tol : float, default=1e-6
+        Certified relative gap up to which the answer counts as optimal; finite, >= 0.
+    formulation : {"primal", "dual"}, optional
+        As for ``solve_lmnn``.
+    solver_options : dict, optional
+        Keyword arguments of ``cvxpy.Problem.solve``.
+    **options
+        As for ``solve_lmnn``; ``start`` is then metrics (C, d, d).
+
+    Returns
+    -------
+    SDPResult
+        As for ``solve_lmnn``, with ``metric`` of shape (n_clusters, n_features,
+        n_features) (also ``metrics``) and ``clusters`` of shape (n_samples,).
+
+    Raises
+    ------
+    ValueError
+        Bad ``clusters`` (wrong shape, negative or unused indices), and as for
+        ``solve_lmnn``.
+    TypeError
+        Non-integer ``clusters``, or an option the chosen method does not take.
+    RuntimeError
+        The solver returned no finite solution (``"full"`` and ``"cutting-plane"``).
+
+    See Also
+    --------
+    lmnn_sdp.solve_lmnn : One metric for all points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem, solve_mm_lmnn
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> result = solve_mm_lmnn(problem)  # one metric per class
+    >>> result.certified
+    True
+    >>> result.metric.shape
+    (3, 4, 4)
+    >>> round(result.upper, 3)
+    3.62
+    >>> two = solve_mm_lmnn(problem, clusters=np.arange(30) % 2)
+    >>> two.certified, two.metric.shape
+    (True, (2, 4, 4))
+    """
     clusters = check_clusters(problem, clusters)
     return _solve(problem, clusters, solver, method, tol, formulation, solver_options, options)
 

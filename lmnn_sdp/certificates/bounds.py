@@ -30,8 +30,7 @@ every ``Z_c`` PSD as it stands (``_cluster_scales``), so the scales are checked 
 Every scale only falls, and never below the single scale that would serve all clusters
 (a scale that keeps every ``Z_c`` PSD keeps each fixed part larger), so the bound is at
 least that of one ``alpha`` for all; it costs ``(1 - alpha_c)`` of the impostor
-multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them (raw
-wine, one metric per class: a gap of 7.2e-6 with one scale, 2.1e-8 with a scale each).
+multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them.
 The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums
 and its eigenvalues computed in floating point, so we demand a computed smallest
 eigenvalue of at least ``s_c = 16 (2n + r + k) eps sum_p |w_p| (|x_a|^2 + |x_b|^2)`` over
@@ -57,6 +56,8 @@ its impostors out. When the bound then falls short, the certificate says
 ``certified=False`` rather than claim more. Every sum over triplets runs in
 blocks, so millions of multipliers (a fast-solver certificate on 60,000 points)
 need no ``(T, d)`` array.
+
+Design note: docs/design/certificates.md.
 """
 
 from __future__ import annotations
@@ -217,10 +218,8 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
 
     Near the optimum, multipliers from a solver or from the smoothed hinge leave some
     ``Z_c`` with a tiny negative eigenvalue, and the scale ``alpha_c`` into the dual cone
-    then costs ``(1 - alpha_c)`` of the impostor multipliers of that cluster (raw wine, 80
-    points, one metric per class: 7.2e-6 of the optimum with one scale for all clusters,
-    2.1e-8 with a scale each). Lowering only the multipliers that push along the offending
-    eigenvectors can cost less. Each of ``REPAIR_ROUNDS`` rounds takes every eigenpair
+    then costs ``(1 - alpha_c)`` of the impostor multipliers of that cluster. Lowering only
+    the multipliers that push along the offending eigenvectors can cost less. Each of ``REPAIR_ROUNDS`` rounds takes every eigenpair
     ``(theta, v)`` of every checked ``Z_c`` with ``theta < 2 s_c`` (the allowance of
     ``dual_lower_bound``; the ``REPAIR_DIRECTIONS`` lowest relative to ``s_c``: near an
     optimum of full rank every eigenvalue of ``Z`` is close to 0) and solves the linear

@@ -39,20 +39,85 @@ class ObjectiveValue:
 class LMNNProblem:
     """Labelled data, target neighbours and ``mu`` of one LMNN instance (eq. 14).
 
+    Holds one instance of the LMNN objective of Weinberger & Saul (JMLR 2009,
+    eq. 14), with the linear hinge and unit margin (module docstring), and of
+    multi-metric LMNN (sec. 5.2, eq. 16) when a method is given ``clusters``.
+    Every solver of the library, exact or fast, solves this object. The inputs
+    are copied and every array attribute is read-only.
+
     Parameters
     ----------
-    X : array-like of shape (n, d)
-        Inputs; finite real numbers.
-    y : array-like of shape (n,)
+    X : array-like of shape (n_samples, n_features)
+        Inputs; finite real numbers (booleans and integers are cast to float).
+    y : array-like of shape (n_samples,)
         Labels (any hashable values); at least two classes.
     k : int, optional
-        Number of target neighbours per point (default 3). Every class needs
-        at least ``k + 1`` members. May be omitted when ``targets`` is given.
-    mu : float in [0, 1]
-        Weight of the push (hinge) term; the pull term has weight ``1 - mu``.
-    targets : array-like of int, shape (n, k), optional
-        Explicit target neighbours. Default: the ``k`` nearest points of the
-        same class by Euclidean distance, ties broken by the smaller index.
+        Number of target neighbours per point; 3 when neither ``k`` nor
+        ``targets`` is given. Every class needs at least ``k + 1`` members.
+        May be omitted when ``targets`` is given.
+    mu : float, default=0.5
+        Weight of the push (hinge) term, in [0, 1]; the pull term has weight
+        ``1 - mu``.
+    targets : array-like of int of shape (n_samples, k), optional
+        Explicit target neighbours: distinct points of the same class, none the
+        point itself. Default: the ``k`` nearest points of the same class by
+        Euclidean distance, ties broken by the smaller index.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The inputs as floats.
+    y : ndarray of shape (n_samples,)
+        The labels as given.
+    classes : ndarray of shape (n_classes,)
+        The distinct labels, sorted.
+    label_codes : ndarray of int of shape (n_samples,)
+        Index of each point's label in ``classes``.
+    n_samples : int
+        Number of points ``n``.
+    n_features : int
+        Number of features ``d``.
+    mu : float
+        Weight of the push term.
+    k : int
+        Number of target neighbours per point.
+    targets : ndarray of int of shape (n_samples, k)
+        ``targets[i]`` are the target neighbours ``j ~> i`` of point ``i``.
+    X_centered : ndarray of shape (n_samples, n_features)
+        The inputs minus their mean.
+    n_triplets : int
+        Number of triplets ``(i, j, l)`` of eq. 14.
+
+    Raises
+    ------
+    ValueError
+        ``X`` not 2-D, empty or not finite; ``y`` of the wrong shape or with NaN; a
+        single class; ``mu`` outside [0, 1]; ``k < 1`` or a class with at most ``k``
+        members; ``targets`` of the wrong shape, out of range, repeated, the point
+        itself or of another class, or disagreeing with ``k``.
+    TypeError
+        Non-real ``X`` (complex, strings, objects, dates), a non-integer ``k``, a
+        non-real ``mu`` or non-integer ``targets``.
+
+    See Also
+    --------
+    lmnn_sdp.solve_lmnn : Solve the problem exactly and certify the answer.
+    lmnn_sdp.solve_mm_lmnn : Solve its multi-metric version (sec. 5.2).
+    lmnn_sdp.certify : Certify a candidate metric for the problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2, mu=0.5)
+    >>> problem
+    LMNNProblem(n=30, d=4, k=2, mu=0.5, classes=3, triplets=1200)
+    >>> problem.targets.shape
+    (30, 2)
+    >>> round(problem.objective(np.eye(4)), 3)
+    12.755
     """
 
     def __init__(self, X, y, k: int | None = None, mu: float = 0.5, targets=None):
@@ -86,12 +151,50 @@ class LMNNProblem:
 
     @property
     def X_centered(self) -> np.ndarray:
-        """Inputs minus their mean, shape (n, d); every distance is computed on these."""
+        """Inputs minus their mean, shape (n_samples, n_features).
+
+        Every distance of the problem is computed on these: ``D_M`` is translation
+        invariant and centring keeps the Gram-matrix evaluation accurate.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            Read-only.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> bool(np.allclose(problem.X_centered.mean(axis=0), 0.0))
+        True
+        """
         return self._Xc
 
     @property
     def n_triplets(self) -> int:
-        """Number of triplets ``(i, j, l)`` in eq. 14: ``k * sum_i |{l: y_l != y_i}|``."""
+        """Number of triplets ``(i, j, l)`` in eq. 14.
+
+        ``j`` runs over the ``k`` target neighbours of ``i`` and ``l`` over the points of
+        another label, so the count is ``k * sum_i |{l: y_l != y_i}|``.
+
+        Returns
+        -------
+        int
+            ``k * sum_i |{l: y_l != y_i}|``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> problem.n_triplets  # 2 targets x 30 points x 20 points of other classes
+        1200
+        """
         counts = np.bincount(self.label_codes)
         return int(self.k * np.sum(self.n_samples - counts[self.label_codes]))
 
@@ -101,22 +204,95 @@ class LMNNProblem:
     # ``D^(x_i, x_j) = (x_i - x_j)^T M_{c(j)} (x_i - x_j)``. LMNN is the case of one
     # cluster; every method below serves both.
     def objective(self, M, clusters=None) -> float:
-        """eps(M) of eq. 14, or of sec. 5.2 with ``clusters``, computed blockwise (``evaluate``)."""
+        """The objective ``eps(M)`` of eq. 14, or of sec. 5.2 with ``clusters``.
+
+        ``(1-mu) sum D(x_i, x_j) + mu sum [1 + D(x_i, x_j) - D(x_i, x_l)]_+`` over the
+        target pairs and triplets, computed blockwise; the value of ``evaluate``.
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster; the distance to
+            ``x_j`` uses the metric of ``j``'s cluster (eq. 16). Not checked for PSD.
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+
+        Returns
+        -------
+        float
+            ``eps(M)`` as computed in floating point.
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape or not finite; bad ``clusters``.
+        TypeError
+            Non-real ``M`` or non-integer ``clusters``.
+
+        See Also
+        --------
+        evaluate : The same value with a bound on its rounding.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> round(problem.objective(np.eye(4)), 3)
+        12.755
+        >>> problem.objective(np.zeros((4, 4)))  # every margin is 1: mu * n_triplets
+        600.0
+        """
         return self.evaluate(M, clusters).value
 
     def evaluate(self, M, clusters=None, origin=None) -> ObjectiveValue:
-        """eq. 14 (or sec. 5.2's objective with ``clusters``) at ``M`` with a bound on its rounding.
+        """The objective of eq. 14 (or of sec. 5.2) at ``M``, with a bound on its rounding.
 
         With clusters the target term uses ``M_{c(j)}`` and the impostor term ``M_{c(l)}``:
         ``(1-mu) sum D^(x_i, x_j) + mu sum [1 + D^(x_i, x_j) - D^(x_i, x_l)]_+``. Distances
-        are computed on the inputs less ``origin`` (d,), the mean by default; another origin
+        are computed on the inputs less ``origin``; another origin than the mean
         (``independent_origin``) gives a numerically independent evaluation.
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster (eq. 16).
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+        origin : array-like of shape (n_features,), optional
+            Subtracted from the inputs before distances are computed; the mean by default.
 
         Returns
         -------
         ObjectiveValue
-            ``value`` and ``rounding``: ``|value - eps(M+)| <= rounding`` for a PSD ``M+``
-            within rounding of ``M`` (``lmnn_sdp.core.rounding``)."""
+            ``value`` (float) and ``rounding`` (float): ``|value - eps(M+)| <= rounding``
+            for a PSD ``M+`` within rounding of ``M`` (``lmnn_sdp.core.rounding``).
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape or not finite; bad ``clusters``.
+        TypeError
+            Non-real ``M`` or non-integer ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> result = problem.evaluate(np.eye(4))
+        >>> round(result.value, 3)
+        12.755
+        >>> bool(0 < result.rounding < 1e-9)
+        True
+        >>> other = problem.evaluate(np.eye(4), origin=problem.independent_origin())
+        >>> bool(abs(other.value - result.value) <= result.rounding + other.rounding)
+        True
+        """
         metrics, owner = self.metrics(M, clusters)
         Xo = self._Xc if origin is None else self.X - np.asarray(origin, dtype=float)
         s, t, rho = rounding.metric_scales(metrics)
@@ -147,30 +323,157 @@ class LMNNProblem:
         return ObjectiveValue(value, 1.01 * error)
 
     def pull_vanishes(self) -> bool:
-        """Every point coincides with each of its target neighbours, exactly on the inputs:
-        the pull term of eq. 14 is 0 at every metric."""
+        """Whether every point coincides exactly with each of its target neighbours.
+
+        Then the pull term of eq. 14 is 0 at every metric. Decided on the inputs as
+        given, without rounding.
+
+        Returns
+        -------
+        bool
+            True when ``x_i == x_j`` for every target pair ``j ~> i``.
+
+        Examples
+        --------
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X = [[0.0, 0.0], [0.0, 0.0], [1.0, 2.0], [1.0, 2.0]]
+        >>> LMNNProblem(X, [0, 0, 1, 1], k=1).pull_vanishes()
+        True
+        >>> LMNNProblem([[0.0], [1.0], [5.0], [5.0]], [0, 0, 1, 1], k=1).pull_vanishes()
+        False
+        """
         return not np.any(self.X[self.targets] != self.X[:, None])
 
     def independent_origin(self) -> np.ndarray:
-        """The coordinatewise median of the inputs, shape (d,): the origin of an evaluation
-        whose roundings are independent of those at the mean (``evaluate``)."""
+        """The coordinatewise median of the inputs, the origin of an independent evaluation.
+
+        Distances computed on the inputs less this origin round differently from those
+        at the mean (``evaluate``'s default), so the two evaluations check each other.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            The median of every column of ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> problem.independent_origin().shape
+        (4,)
+        """
         return np.median(self.X, axis=0)
 
     def pull_matrix(self) -> np.ndarray:
-        """``sum_{i, j~>i} C_ij`` of shape (d, d), with ``C_ab = (x_a-x_b)(x_a-x_b)^T``."""
+        """The pull matrix ``P = sum_{i, j~>i} C_ij``, with ``C_ab = (x_a-x_b)(x_a-x_b)^T``.
+
+        The pull term of eq. 14 is ``(1-mu) <P, M>``. Computed once and cached.
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+            Symmetric PSD; read-only.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> P = problem.pull_matrix()
+        >>> P.shape
+        (4, 4)
+        >>> bool(np.isclose(np.trace(P), problem.target_distances(np.eye(4)).sum()))
+        True
+        """
         if self._pull is None:
             V = self._Xc[np.repeat(np.arange(self.n_samples), self.k)] - self._Xc[self.targets.ravel()]
             self._pull = _readonly(V.T @ V)
         return self._pull
 
     def target_distances(self, M, clusters=None) -> np.ndarray:
-        """``D_M(x_i, x_j)`` (or ``D^`` with clusters) for every target pair, shape (n, k)."""
+        """The distances ``D_M(x_i, x_j)`` of every point to its target neighbours.
+
+        With ``clusters``, ``D^(x_i, x_j)`` of eq. 16, measured by ``M_{c(j)}``.
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster.
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, k)
+            Entry ``[i, r]`` is the distance from ``x_i`` to ``x_{targets[i, r]}``.
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape or not finite; bad ``clusters``.
+        TypeError
+            Non-real ``M`` or non-integer ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> problem.target_distances(np.eye(4)).shape
+        (30, 2)
+        """
         return self._target_distances(*self.metrics(M, clusters), self._Xc)
 
     def triplet_margins(self, M, triplets, clusters=None) -> np.ndarray:
-        """``1 + D_ij - D_il`` for triplets (T, 3); shape (T,).
+        """The margins ``1 + D(x_i, x_j) - D(x_i, x_l)`` of given triplets (eq. 14).
 
-        Computed from difference vectors (no Gram-matrix cancellation)."""
+        A triplet's hinge in eq. 14 is its margin's positive part. Computed from
+        difference vectors (no Gram-matrix cancellation), in blocks.
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster: ``D(x_i, x_j)`` is
+            measured by ``M_{c(j)}`` and ``D(x_i, x_l)`` by ``M_{c(l)}`` (eq. 16).
+        triplets : array-like of int of shape (n_triplets, 3)
+            Rows ``(i, j, l)``; only the indices are checked, not that they form triplets
+            of the problem.
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+
+        Returns
+        -------
+        ndarray of shape (n_triplets,)
+            The margin of every row of ``triplets``; positive when the triplet is violated.
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape or not finite; ``triplets`` not of shape (T, 3) or
+            out of range; bad ``clusters``.
+        TypeError
+            Non-real ``M``; non-integer ``triplets`` or ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> margins = problem.triplet_margins(np.eye(4), problem.all_triplets())
+        >>> margins.shape
+        (1200,)
+        >>> problem.triplet_margins(np.zeros((4, 4)), [[0, 8, 10]])
+        array([1.])
+        """
         metrics, owner = self.metrics(M, clusters)
         t = check_triplets(triplets, self.n_samples)
         Xc = self._Xc
@@ -188,11 +491,50 @@ class LMNNProblem:
         return out
 
     def active_triplets(self, M, band: float = 0.0, clusters=None) -> np.ndarray:
-        """All triplets with ``1 + D_ij - D_il > -band``, shape (T, 3), exact and blockwise.
+        """All triplets whose margin ``1 + D(x_i, x_j) - D(x_i, x_l)`` exceeds ``-band``.
 
-        ``band = 0`` gives the violated (active) triplets of eq. 14; a positive
-        band also returns the triplets within ``band`` of the margin. This is the
-        one exact triplet search of the reference side."""
+        ``band = 0`` gives the violated (active) triplets of eq. 14, whose hinge is
+        positive; a positive band adds the triplets within ``band`` below the margin.
+        This is the one exact triplet search of the reference side; it runs blockwise
+        over all points, never forming every triplet.
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster (eq. 16).
+        band : float, default=0.0
+            Finite and at least 0.
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+
+        Returns
+        -------
+        ndarray of int of shape (n_found, 3)
+            Rows ``(i, j, l)``, ordered by ``i``.
+
+        Raises
+        ------
+        ValueError
+            ``band`` negative or not finite; ``M`` of the wrong shape or not finite; bad
+            ``clusters``.
+        TypeError
+            Non-real ``M`` or non-integer ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> found = problem.active_triplets(np.eye(4), band=0.5)
+        >>> found.shape[1]
+        3
+        >>> bool(np.all(problem.triplet_margins(np.eye(4), found) > -0.5 - 1e-9))
+        True
+        >>> len(problem.active_triplets(np.zeros((4, 4)))) == problem.n_triplets
+        True
+        """
         band = float(band)
         if not np.isfinite(band) or band < 0:
             raise ValueError(f"band must be a finite number >= 0, got {band}.")
@@ -205,7 +547,39 @@ class LMNNProblem:
         return np.concatenate(found)
 
     def all_triplets(self, max_triplets: int = 5_000_000) -> np.ndarray:
-        """Every triplet of eq. 14, shape (T, 3), ordered by i, then target rank, then l."""
+        """Every triplet ``(i, j, l)`` of eq. 14: ``j ~> i`` a target neighbour, ``y_l != y_i``.
+
+        Parameters
+        ----------
+        max_triplets : int, default=5_000_000
+            The largest number of triplets to form.
+
+        Returns
+        -------
+        ndarray of int of shape (n_triplets, 3)
+            Ordered by ``i``, then the rank of ``j`` among the targets of ``i``, then ``l``.
+
+        Raises
+        ------
+        ValueError
+            The problem has more than ``max_triplets`` triplets.
+
+        See Also
+        --------
+        active_triplets : The triplets near or above the margin only.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> problem.all_triplets().shape
+        (1200, 3)
+        >>> problem.all_triplets()[0]
+        array([ 0,  8, 10])
+        """
         if self.n_triplets > max_triplets:
             raise ValueError(
                 f"the problem has {self.n_triplets} triplets, more than "
@@ -221,8 +595,46 @@ class LMNNProblem:
         return np.concatenate(rows).astype(np.intp)
 
     def metrics(self, M, clusters=None) -> tuple[np.ndarray, np.ndarray]:
-        """``(metrics (C, d, d), cluster of each point (n,))``: one metric ``M`` (d, d) and
-        one cluster without ``clusters``, else ``M`` (C, d, d) checked against them."""
+        """The metric(s) ``M`` checked and stacked, with the cluster of each point.
+
+        Without ``clusters``, ``M`` is one metric and every point is in cluster 0; with
+        them, ``M`` holds one metric per cluster (eq. 16).
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+            One metric, or with ``clusters`` one metric per cluster. Not checked for PSD.
+        clusters : array-like of int of shape (n_samples,), optional
+            Cluster of each point, values ``0..C-1``, every cluster used.
+
+        Returns
+        -------
+        metrics : ndarray of shape (n_clusters, n_features, n_features)
+            Float copies; ``n_clusters`` is 1 without ``clusters``.
+        owner : ndarray of int of shape (n_samples,)
+            The cluster of each point.
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape or not finite; bad ``clusters``.
+        TypeError
+            Non-real ``M`` or non-integer ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> metrics, owner = problem.metrics(np.eye(4))
+        >>> metrics.shape, owner.shape
+        ((1, 4, 4), (30,))
+        >>> metrics, owner = problem.metrics(np.stack([np.eye(4)] * 3), problem.label_codes)
+        >>> metrics.shape
+        (3, 4, 4)
+        """
         owner = cluster_owner(self, clusters)
         if clusters is None:
             return self.check_metric(M)[None], owner
@@ -235,9 +647,39 @@ class LMNNProblem:
 
     # -- internals ------------------------------------------------------------
     def check_metric(self, M) -> np.ndarray:
-        """``M`` as a float array of shape (d, d) with finite entries, else an error naming the fix.
+        """``M`` as a float array of shape (n_features, n_features) with finite entries.
 
-        Complex, string, object and date entries raise a TypeError (``check_real_dtype``)."""
+        Symmetry and PSD-ness are not checked here (``lmnn_sdp.certify`` checks them).
+
+        Parameters
+        ----------
+        M : array-like of shape (n_features, n_features)
+            A candidate metric.
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+            ``M`` as floats (no copy when it already is).
+
+        Raises
+        ------
+        ValueError
+            ``M`` of the wrong shape, or with NaN or infinity.
+        TypeError
+            Complex, string, object or date entries (``check_real_dtype``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> problem.check_metric(np.eye(3))
+        Traceback (most recent call last):
+        ...
+        ValueError: M must have shape (4, 4) for this problem, got (3, 3).
+        """
         M = np.asarray(M)
         check_real_dtype(M.dtype, "M")
         M = M.astype(float, copy=False)

@@ -32,8 +32,7 @@ Reduced space and pair distances. Both programs run in the data range with
 target distances near 1 (``core.space.reduced_space``). A margin is a difference
 of two distances of distinct (pair, metric) combinations (``cluster_pairs``):
 three nonzeros per triplet and one sparse operator for all metrics
-(``pair_operator``), so no Python loop over triplets builds the model. On wine,
-one dense ``d x d`` row per triplet instead took an SCS solve from 40 s to 170 s.
+(``pair_operator``), so no Python loop over triplets builds the model.
 
 Tied multipliers. The dual may tie the multipliers of clearly violated triplets
 (``FixedGroups``): ``lambda_t = beta_g mu`` for every ``t`` in group ``g``, which is
@@ -46,6 +45,8 @@ range of its pull matrix and killable impostors are left out of the SDP.
 
 Every answer is judged only by the objective and a certificate
 (``lmnn_sdp.certificates``), never by a solver status.
+
+Design note: docs/design/constraint-generation.md.
 """
 
 from __future__ import annotations
@@ -317,10 +318,7 @@ def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, cluster
     ``-band`` get 0 and those within the band are free in [0, mu]; the dual SDP over
     the ``beta_g`` and the free ones maximises the bound. With one metric all tied
     triplets share one ``beta``; with several, one ``beta`` per anchor and cluster pair
-    ``(i, c(j), c(l))``: on Letter Recognition (n=500, 26 metrics) one shared ``beta``
-    was still at a relative gap of 0.94 after 50 aggregated rounds, one per cluster
-    pair at 8.7e-3, one per anchor and cluster pair certified in 22 rounds. Killable
-    impostors get 0. Returns ``(triplets (T, 3), multipliers (T,), n_free, solution)``;
+    ``(i, c(j), c(l))``. Killable impostors get 0. Returns ``(triplets (T, 3), multipliers (T,), n_free, solution)``;
     ``solution.metrics_reduced`` minimises the lower model of ``aggregated``."""
     near = problem.active_triplets(metrics, band=band, clusters=clusters)
     cspaces = cluster_spaces(pull_matrices(problem, space, clusters))

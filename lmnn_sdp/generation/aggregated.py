@@ -2,9 +2,7 @@
 
 At an optimum of eq. 14 most violated triplets sit strictly above the margin
 (their multiplier is ``mu``) and most others strictly below it (multiplier 0);
-only the triplets *at* the margin need an individual multiplier. On Letter
-Recognition (n=300) 20,097 triplets are active at the optimum and only 90 lie
-within 1e-3 of the margin. This solver exploits that.
+only the triplets *at* the margin need an individual multiplier.
 
 Round ``r`` at the metric ``M_r`` splits the triplets by their margin
 ``h_t = 1 + D_ij - D_il``: ``A`` (``h_t > band``), ``N`` (``|h_t| <= band``), rest.
@@ -28,12 +26,9 @@ With several metrics the model is the same with hinges of eq. 16 and one
 clusters are pushed out of the margin after every step
 (``sdp.push_out_of_null_spaces``). The loop stops at ``tol``, after
 ``max_rounds``, or once three rounds in a row shrank the gap by less than 1%.
+The band is the same in every round and the number of free triplets is not capped.
 
-Measured on Letter Recognition (n=300, machine shared with other jobs): a
-fixed band of 0.05 took 13 rounds and 145 s; halving the band after full steps
-and doubling it after short ones took 9 rounds but 179 s (bigger SDPs), so the
-band stays fixed. Multi-metric, letters n=1000: a cap on the free triplets per
-round (2,000 and 5,000, where the optimum has about 3,500) slowed it down.
+Design note: docs/design/constraint-generation.md.
 """
 
 
@@ -121,8 +116,7 @@ def _final_certificates(problem, space, clusters, metric, best, solver, tol) -> 
     """Certify the final metric(s) with the best round's multipliers and by complementary
     slackness, whose margin band is widened (``CERTIFY_BANDS``) until the gap is
     certified: the split near the margin decides how much of the solver's last digits
-    the scaling into the dual cone costs (multi-metric letters, n=500: relative gap
-    3e-6 at 1e-3, 8e-7 at 3e-3)."""
+    the scaling into the dual cone costs."""
     certificates = {}
     if best is not None and len(best[0]):
         certificates["best round"] = prove(problem, metric, *best, clusters=clusters, tol=tol)

@@ -43,8 +43,8 @@ floor one by one, and larger floors only help poor candidates.
 
 Rounding. ``lambda(s)`` is one eigenvalue of a sum of ``P`` outer products formed in
 whitened coordinates (implicit pairs: on the inputs, then ``W^T G_s W``). The relative allowance ``e = 16 eps (N + d^2) + 2 ||W^T Sigma W - I||_2``
-(the second term measured for the computed ``W``) covers its rounding to first order
-(about 1e-10 on iris and wine); ``N`` is the longest run of terms a sum over pairs
+(the second term measured for the computed ``W``) covers its rounding to first order;
+``N`` is the longest run of terms a sum over pairs
 adds (``pairs.summation_depth``: ``P + S`` for explicit pairs, about ``P / 256`` for
 implicit ones, whose kernels sum in chunks). A multiplier proves (WD) only when it is
 at least ``(1 + e) lambda(s)``. A certificate stores ``(1 + 4 e) lambda(s)``, so that
@@ -52,6 +52,8 @@ another machine's rounding of ``lambda(s)`` (at most ``e`` either way) cannot re
 and the sum in (WD) is rounded up by ``(P + 2) eps`` (implicit: ``(N + 2) eps``). When
 ``Sigma`` is singular, a dissimilar difference whose component outside ``range(Sigma)``
 is below ``1e-8`` of the largest ``|u_p|`` entry is taken to lie in it.
+
+Design note: docs/design/mmc.md.
 """
 
 from __future__ import annotations

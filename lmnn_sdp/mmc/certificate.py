@@ -38,8 +38,9 @@ implicit pairs: in plain floating point with a bound on its error,
 nearly cancels on every similar pair, and in plain floating point ``u^T M u`` loses up
 to nine digits when features differ in scale by 1e5. What remains is the float ``M``
 itself, PSD and scaled only up to the rounding of its entries; ``feasible_value``
-charges that rounding against the value, to first order. On iris and wine it is
-about ``1e-15`` of the value.
+charges that rounding against the value, to first order.
+
+Design note: docs/design/mmc.md.
 """
 
 from __future__ import annotations
@@ -309,30 +310,79 @@ def certify_mmc(X, metric, y=None, similar=None, dissimilar=None,
                 implicit: bool = False) -> MMCCertificate:
     """Rigorous bounds on the MMC optimum from any candidate metric.
 
-    The bound (WD) uses tangent points at the candidate's own distances
-    (``lmnn_sdp.mmc.bound``), so it is tight when the candidate is optimal and loose
-    when it is not. The candidate is rescaled to ``<A, Sigma> = 1`` (MMC) or to
+    The candidate's PSD part is rescaled to ``<A, Sigma> = 1`` (MMC) or to
     ``<a, sigma> = 1/2`` (XING), which keeps every distance ratio; the certificate's
-    ``metric`` is that rescaling.
+    ``metric`` is that rescaling and its value the lower bound of (MMC). The upper
+    bound is weak duality (WD) with tangent points at the candidate's own distances
+    and the smallest multiplier that proves it (``lmnn_sdp.mmc.bound``), so it is tight
+    when the candidate is optimal and loose when it is not. (MMC) is the program of
+    Weinberger & Saul (JMLR 2009, sec. 2.3.1), (XING) that of Xing et al. (2002) over
+    diagonal metrics; the module docstring defines how bounds and gap are stated for
+    each. Numpy and scipy only.
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
-    metric : array-like of shape (d, d)
+    X : array-like of shape (n_samples, n_features)
+        Inputs; finite real numbers.
+    metric : array-like of shape (n_features, n_features)
         Symmetric PSD candidate; asymmetry and negative eigenvalues up to 1e-8 of its
-        largest entry are rounding (its PSD part is certified). Diagonal when ``diagonal``.
-    y, similar, dissimilar
-        Labels (all pairs ``i < j``, similar when the labels agree) or index pairs (P, 2).
-    diagonal : bool
+        largest entry are rounding (its PSD part is certified). Diagonal when
+        ``diagonal``.
+    y : array-like of shape (n_samples,), optional
+        Labels: all pairs ``i < j``, similar when the labels agree. Give either ``y``
+        or both ``similar`` and ``dissimilar``.
+    similar : array-like of int of shape (n_similar, 2), optional
+        Index pairs of the set ``S``.
+    dissimilar : array-like of int of shape (n_dissimilar, 2), optional
+        Index pairs of the set ``D``.
+    diagonal : bool, default=False
         Certify for (XING) instead of (MMC).
-    tol : float
-        Gap up to which the candidate counts as certified.
-    implicit : bool
+    tol : float, default=1e-6
+        Gap up to which the candidate counts as certified; positive and finite.
+    implicit : bool, default=False
         With ``y``: never form the label pairs (``mmc_problem``); for large ``n``.
 
     Returns
     -------
     MMCCertificate
+        ``metric``, ``objective``, ``upper``, ``lower``, ``relative_gap``,
+        ``certified`` and the evidence; ``verify()`` re-derives them.
+
+    Raises
+    ------
+    ValueError
+        A ``tol`` that is not positive and finite; labels with one class or no
+        repeated label; pairs and labels both or neither; bad pairs; every dissimilar
+        pair joining identical points; a dissimilar difference outside the span of the
+        similar ones (the problem is unbounded); ``metric`` of the wrong shape, not
+        finite, not symmetric, not PSD, not diagonal with ``diagonal``, or 0 on every
+        similar pair.
+    TypeError
+        Non-real ``X``, or non-integer pairs.
+
+    See Also
+    --------
+    lmnn_sdp.solve_mmc : Find the optimal metric and certify it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import certify_mmc, label_pairs, pair_distances, solve_mmc
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]
+    >>> cert = certify_mmc(X, np.eye(4), y)
+    >>> cert.certified, round(cert.lower, 2), round(cert.upper, 2)
+    (False, 85.86, 208.71)
+    >>> similar, _ = label_pairs(y)
+    >>> round(float(pair_distances(X, similar, cert.metric).sum()), 6)  # rescaled
+    1.0
+
+    Any positive multiple of the optimal metric is certified:
+
+    >>> result = solve_mmc(X, y)
+    >>> certify_mmc(X, 5 * result.metric, y).certified
+    True
     """
     tol = check_tol(tol)
     return certify_metric(mmc_problem(X, y, similar, dissimilar, diagonal, implicit), metric,

@@ -12,36 +12,56 @@ from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
 
 
 class MMC(TransformerMixin, BaseEstimator):
-    """Mahalanobis Metric for Clustering (Xing et al. 2002; JMLR 2009, sec. 2.3.1), solved exactly.
+    """Mahalanobis Metric for Clustering, solved exactly and certified.
 
-    Pairs come from the labels: every same-label pair is similar, every other
-    pair dissimilar. The full problem maximises ``sum_D sqrt(D_A)`` subject to
+    MMC of Xing et al. (2002), as stated by Weinberger & Saul (JMLR 2009, sec. 2.3.1).
+    Pairs come from the labels: every same-label pair is similar (``S``), every other
+    pair dissimilar (``D``). The full problem maximises ``sum_D sqrt(D_A)`` subject to
     ``sum_S D_A <= 1``, ``A`` PSD; the diagonal one is Xing et al.'s
-    ``min sum_S D_A - log(sum_D sqrt(D_A))`` over ``A = diag(a) >= 0``. Both are
-    solved in cvxpy, refined and certified (``lmnn_sdp.mmc``). ``transform`` maps
-    ``x`` to ``L x`` with ``L^T L = A``.
+    ``min sum_S D_A - log(sum_D sqrt(D_A))`` over ``A = diag(a)``, ``a >= 0``. Both are
+    solved in cvxpy, refined and certified by ``lmnn_sdp.solve_mmc``; ``transform``
+    maps ``x`` to ``L x`` with ``L^T L = A``.
 
     Parameters
     ----------
     diagonal : bool, default=False
         Xing et al.'s diagonal problem instead of the full metric.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The first solver that ``solve_mmc`` tries.
     tol : float, default=1e-6
         Certified gap that counts as optimal (``certificate_.certified``).
 
     Attributes
     ----------
     metric_ : ndarray of shape (n_features, n_features)
-        The learned PSD matrix ``A``.
+        The learned PSD matrix ``A`` (``diag(a)`` when ``diagonal``).
     components_ : ndarray of shape (n_features, n_features)
         ``L`` with ``L^T L = metric_``, rows ordered by decreasing eigenvalue.
     objective_ : float
         ``f(metric_)`` (full) or ``g(metric_)`` (diagonal).
-    certificate_ : lmnn_sdp.mmc.certificate.MMCCertificate
+    certificate_ : MMCCertificate
         The bounds, gap and evidence; ``certificate_.verify()`` re-derives them.
-    result_ : lmnn_sdp.mmc.solve.MMCResult
+    result_ : MMCResult
         The solve: certificate, solver status, attempts and timings.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str of shape (n_features,)
+        Names of the features seen in ``fit``, when ``X`` has string column names.
+
+    See Also
+    --------
+    lmnn_sdp.solve_mmc : The function behind ``fit``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import MMC
+    >>> X, y = load_iris(return_X_y=True)
+    >>> mmc = MMC().fit(X[::5], y[::5])
+    >>> mmc.certificate_.certified
+    True
+    >>> mmc.transform(X[:3]).shape
+    (3, 4)
     """
 
     _parameter_constraints = {
@@ -57,7 +77,41 @@ class MMC(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn ``A`` from ``X`` (n, d) and labels ``y`` (n,) with at least two classes."""
+        """Learn the metric ``A`` from labelled data and certify it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs; finite real numbers, at least two rows.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes and one label shared by two points.
+
+        Returns
+        -------
+        MMC
+            The fitted estimator, ``self``.
+
+        Raises
+        ------
+        ValueError
+            Bad inputs: NaN or infinity, fewer than two samples, continuous labels, a
+            single class or no repeated label, or an unbounded problem; invalid
+            parameters (scikit-learn's ``InvalidParameterError``).
+        RuntimeError
+            Every solver failed without returning a point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import MMC
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mmc = MMC(diagonal=True).fit(X[::5], y[::5])
+        >>> mmc.certificate_.certified, round(mmc.objective_, 3)
+        (True, -4.099)
+        >>> bool((mmc.metric_ == np.diag(mmc.metric_.diagonal())).all())
+        True
+        """
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         self.result_ = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
@@ -68,7 +122,42 @@ class MMC(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """``L x`` for every row of ``X`` (n, d); shape (n, d)."""
+        """Map every row ``x`` of ``X`` to ``L x``, where ``L^T L = metric_``.
+
+        Euclidean distances between transformed points are the learned Mahalanobis
+        distances: ``|L x - L z|^2 = (x - z)^T A (x - z)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs with the features seen in ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            ``X @ components_.T``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            ``fit`` has not been called.
+        ValueError
+            ``X`` with NaN or infinity, or another number of features than in ``fit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import MMC, pair_distances
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mmc = MMC().fit(X[::5], y[::5])
+        >>> Z = mmc.transform(X)
+        >>> Z.shape
+        (150, 4)
+        >>> distance = pair_distances(X, [[0, 100]], mmc.metric_)[0]
+        >>> bool(np.isclose(np.sum((Z[0] - Z[100]) ** 2), distance))
+        True
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
         return X @ self.components_.T

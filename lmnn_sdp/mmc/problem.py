@@ -161,7 +161,40 @@ def _label_problem(X: np.ndarray, y, diagonal: bool, implicit: bool) -> MMCProbl
 
 # -- objective evaluators ------------------------------------------------------
 def label_pairs(y) -> tuple[np.ndarray, np.ndarray]:
-    """All pairs ``i < j`` split by label: ``(similar, dissimilar)``, each (P, 2)."""
+    """All pairs ``i < j`` of points, split by label into similar and dissimilar pairs.
+
+    The pairs of MMC when they come from labels (Xing et al. 2002; Weinberger &
+    Saul, JMLR 2009, sec. 2.3.1): ``S`` holds the pairs with equal labels, ``D`` the
+    others. The labels are not checked.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Labels.
+
+    Returns
+    -------
+    similar : ndarray of int of shape (n_similar, 2)
+        The pairs ``(i, j)``, ``i < j``, with ``y[i] == y[j]``, in lexicographic order.
+    dissimilar : ndarray of int of shape (n_dissimilar, 2)
+        The other pairs ``(i, j)``, ``i < j``, in lexicographic order.
+
+    See Also
+    --------
+    lmnn_sdp.solve_mmc : Solves MMC on these pairs when given labels.
+
+    Examples
+    --------
+    >>> from lmnn_sdp import label_pairs
+    >>> similar, dissimilar = label_pairs([0, 0, 1, 1, 1])
+    >>> similar
+    array([[0, 1],
+           [2, 3],
+           [2, 4],
+           [3, 4]])
+    >>> dissimilar.shape
+    (6, 2)
+    """
     y = np.asarray(y)
     i, j = np.triu_indices(len(y), k=1)
     same = y[i] == y[j]
@@ -169,7 +202,43 @@ def label_pairs(y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pair_distances(X, pairs, metric) -> np.ndarray:
-    """``D_A(x_i, x_j) = (x_i - x_j)^T A (x_i - x_j)`` for pairs (P, 2); shape (P,)."""
+    """Squared Mahalanobis distances ``D_A(x_i, x_j) = (x_i - x_j)^T A (x_i - x_j)`` of pairs.
+
+    The distances of MMC (Xing et al. 2002; Weinberger & Saul, JMLR 2009, sec. 2.3.1),
+    in plain floating point.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs; finite real numbers.
+    pairs : array-like of int of shape (n_pairs, 2)
+        Index pairs ``(i, j)`` into ``X``, at least one, no point paired with itself.
+    metric : array-like of shape (n_features, n_features)
+        The matrix ``A``; it is not checked for symmetry, PSD-ness or finiteness.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+        ``D_A`` of every row of ``pairs``.
+
+    Raises
+    ------
+    ValueError
+        ``X`` not 2-D, empty or not finite; ``metric`` of the wrong shape; ``pairs`` not
+        of shape (P, 2), empty, out of range or joining a point to itself.
+    TypeError
+        Non-real ``X``, or non-integer ``pairs``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp import pair_distances
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> pair_distances(X, [[0, 1], [0, 2]], np.eye(2))
+    array([1., 4.])
+    >>> pair_distances(X, [[0, 1], [0, 2]], np.diag([4.0, 1.0]))
+    array([4., 4.])
+    """
     X = check_inputs(X)
     metric = np.asarray(metric, dtype=float)
     d = X.shape[1]
@@ -180,14 +249,91 @@ def pair_distances(X, pairs, metric) -> np.ndarray:
 
 
 def mmc_objective(X, dissimilar, metric) -> float:
-    """``f(A) = sum_{(i, j) in D} sqrt(D_A(x_i, x_j))``, the objective of (MMC).
+    """The MMC objective ``f(A) = sum_{(i, j) in D} sqrt(D_A(x_i, x_j))``.
 
-    ``metric`` (d, d) must be PSD: distances are not clipped."""
+    The objective of (MMC), maximised subject to ``sum_S D_A <= 1`` and ``A`` PSD
+    (Weinberger & Saul, JMLR 2009, sec. 2.3.1; Xing et al. 2002, sec. 2.1). The
+    constraint is not checked here.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs; finite real numbers.
+    dissimilar : array-like of int of shape (n_dissimilar, 2)
+        Index pairs ``(i, j)`` into ``X``.
+    metric : array-like of shape (n_features, n_features)
+        The matrix ``A``; it must be PSD: distances are not clipped, so a negative one
+        gives NaN.
+
+    Returns
+    -------
+    float
+        ``f(A)``; NaN when a distance is negative.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad inputs, as for ``pair_distances``.
+
+    See Also
+    --------
+    lmnn_sdp.solve_mmc : Maximise it exactly.
+    lmnn_sdp.xing_objective : The objective of the diagonal problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp import mmc_objective
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> mmc_objective(X, [[0, 1], [0, 2]], np.eye(2))  # sqrt(1) + sqrt(4)
+    3.0
+    """
     return float(np.sum(np.sqrt(pair_distances(X, dissimilar, metric))))
 
 
 def xing_objective(X, similar, dissimilar, weights) -> float:
-    """``g(a) = sum_S D_a - log(sum_D sqrt(D_a))`` of (XING) for ``weights`` a (d,) >= 0."""
+    """Xing et al.'s objective ``g(a) = sum_S D_a - log(sum_D sqrt(D_a))`` of a diagonal metric.
+
+    The objective of (XING), minimised over ``a >= 0`` (Xing et al. 2002, sec. 2.1), with
+    ``D_a`` the distance under ``A = diag(a)``. Its minimum is that of (MMC) over
+    diagonal metrics in another form (module docstring, (XING-MMC)).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs; finite real numbers.
+    similar : array-like of int of shape (n_similar, 2)
+        Index pairs ``(i, j)`` of the set ``S``.
+    dissimilar : array-like of int of shape (n_dissimilar, 2)
+        Index pairs ``(i, j)`` of the set ``D``.
+    weights : array-like of shape (n_features,)
+        The diagonal ``a`` of the metric, non-negative.
+
+    Returns
+    -------
+    float
+        ``inf`` when every dissimilar distance is 0.
+
+    Raises
+    ------
+    ValueError
+        ``weights`` not 1-D, negative or NaN, or not of length ``n_features``; bad inputs
+        as for ``pair_distances``.
+    TypeError
+        As for ``pair_distances``.
+
+    See Also
+    --------
+    lmnn_sdp.solve_mmc : Minimise it exactly with ``diagonal=True``.
+    lmnn_sdp.mmc_objective : The objective of the full problem.
+
+    Examples
+    --------
+    >>> from lmnn_sdp import xing_objective
+    >>> X = [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]
+    >>> round(xing_objective(X, [[0, 1]], [[0, 2], [1, 2]], [1.0, 1.0]), 4)  # 1 - log(2 + sqrt(5))
+    -0.4436
+    """
     a = np.asarray(weights, dtype=float)
     if a.ndim != 1 or not np.all(a >= 0):
         raise ValueError("weights must be a 1-D array of non-negative numbers (diag of A).")
@@ -210,8 +356,7 @@ def accurate_distances(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
     ``A_de u_d u_e`` (``2 A_de`` off the diagonal) is split exactly into a float and its
     rounding error (Dekker's TwoProduct), and the terms are added with Knuth's TwoSum.
     The optimal metric nearly cancels on every similar pair, so ``u^T A u`` in plain
-    floating point loses ``log10(|u|^T |A| |u| / u^T A u)`` digits (nine on iris with
-    features scaled by 1e3 and 1e-2); this keeps them."""
+    floating point loses ``log10(|u|^T |A| |u| / u^T A u)`` digits; this keeps them."""
     total = np.zeros(len(U))
     errors = np.zeros(len(U))
     for d, e in zip(*np.triu_indices(metric.shape[0])):
@@ -228,8 +373,7 @@ def accurate_distances(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
 def entry_rounding(U: np.ndarray, metric: np.ndarray) -> np.ndarray:
     """``3 eps |u_p|^T |A| |u_p|`` (P,): how far ``u_p^T A u_p`` can move when every entry
     of ``A`` (d, d) moves by three roundings (the PSD projection and the scaling that
-    made ``A``, and its evaluation). About ``10 eps`` of the distance on iris and wine;
-    up to 1e-6 of it when the features differ in scale by 1e5."""
+    made ``A``, and its evaluation)."""
     return 3 * np.finfo(float).eps * distances(np.abs(U), np.abs(metric))
 
 

@@ -15,22 +15,15 @@ The program (hypograph form, whitened coordinates of ``lmnn_sdp.mmc.bound``)::
     max sum_p t_p / sqrt(P)   s.t.  t_p^2 <= w_p^T B w_p,  trace(B) <= 1,  B PSD (r, r)
 
 or ``t_p^2 <= <w_p * w_p, b>``, ``sum(b) <= 1``, ``b >= 0`` (r,) over diagonal metrics;
-``A = W B W^T`` maps back. (XING) is solved through (MMC) over diagonal metrics, (XING-MMC).
+``A = W B W^T`` maps back. (XING) is solved through (MMC) over diagonal metrics, (XING-MMC),
+as a second-order cone program, not with ``-log`` (an exponential cone).
 
-Conditioning (measured with cvxpy 1.9.3, Clarabel 0.11.1, SCS 3.3.1). On raw scales,
-or with X only divided by ``sqrt(sum_S ||v_q||^2)``, Clarabel stopped with
-``InsufficientProgress`` on iris and reported ``optimal`` at 303.2 on raw wine, whose
-certified optimum is 492.74; SCS reported ``optimal`` at values above the certified
-upper bound. Hence the whitened coordinates, with the differences scaled so that a
-typical distance is 1 and the objective divided by ``sqrt(P)`` (neither moves the
-maximiser). Xing's program written with ``-log`` (an exponential cone) reached gaps of
-only 7e-8 to 6e-7 on iris and wine; its SOCP equivalent reaches 5e-9. Even so,
-Clarabel's answer on iris has been seen at status ``optimal`` with a certified gap of
-3.3e-6 (a fresh environment, same versions) and 4.5e-9 on another machine: the
-solver's small spurious eigenvalues set the gap. The refinement removes them: from
-Clarabel's default, from Clarabel at tolerances 1e-3 or stopped after one iteration,
-and from five SCS iterations (solver gaps 4e-9 to 0.76), the certified gaps on iris
-and wine are 8e-11 to 2e-10, the bound's own rounding allowance, in one attempt.
+Conditioning. The program runs in the whitened coordinates, with the differences
+scaled so that a typical distance is 1 and the objective divided by ``sqrt(P)``
+(neither moves the maximiser). A solver's metric keeps small spurious eigenvalues,
+which set its certified gap; the refinement removes them.
+
+Design note: docs/design/mmc.md.
 """
 
 from __future__ import annotations
@@ -134,25 +127,32 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
               solver_options: dict | None = None) -> MMCResult:
     """Solve MMC exactly, refine the answer until the library's bound proves it, certify it.
 
-    Full metric: (MMC) (JMLR 2009, sec. 2.3.1). Diagonal: (XING) (Xing et al. 2002),
-    through (XING-MMC). Pairs come from ``y`` (all pairs ``i < j``; similar when the
-    labels agree) or are given.
+    Full metric: (MMC), ``max sum_D sqrt(D_A)`` s.t. ``sum_S D_A <= 1``, ``A`` PSD
+    (Weinberger & Saul, JMLR 2009, sec. 2.3.1). Diagonal: (XING), ``min sum_S D_a -
+    log(sum_D sqrt(D_a))`` over ``a >= 0`` (Xing et al. 2002, sec. 2.1), solved through
+    (XING-MMC) (``lmnn_sdp.mmc.problem``). Each attempt of the ladder (module docstring)
+    solves the program in cvxpy, refines the solver's metric by the generalised power
+    method and certifies both with ``certify_mmc``'s bound; the answer is the best
+    certificate, ``certified=False`` when no attempt proves the gap.
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
+    X : array-like of shape (n_samples, n_features)
         Inputs; finite real numbers.
-    y : array-like of shape (n,), optional
-        Labels; give either ``y`` or both ``similar`` and ``dissimilar``.
-    similar, dissimilar : array-like of int, shape (P, 2), optional
-        Index pairs into ``X``.
-    diagonal : bool
+    y : array-like of shape (n_samples,), optional
+        Labels: all pairs ``i < j``, similar when the labels agree. Give either ``y``
+        or both ``similar`` and ``dissimilar``.
+    similar : array-like of int of shape (n_similar, 2), optional
+        Index pairs of the set ``S``.
+    dissimilar : array-like of int of shape (n_dissimilar, 2), optional
+        Index pairs of the set ``D``.
+    diagonal : bool, default=False
         Solve (XING) over diagonal metrics instead of (MMC).
-    solver : {"CLARABEL", "SCS"}
-        The first solver of the ladder (module docstring).
-    tol : float
-        Gap up to which the answer counts as certified; the ladder stops at the first
-        certified attempt.
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The first solver of the ladder, in any case.
+    tol : float, default=1e-6
+        Gap up to which the answer counts as certified; positive and finite. The
+        ladder stops at the first certified attempt.
     solver_options : dict, optional
         Passed to ``cvxpy.Problem.solve`` on the first rung; the second adds
         ``TIGHT_OPTIONS[solver]`` to them.
@@ -160,15 +160,53 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
     Returns
     -------
     MMCResult
-        ``certificate`` (metric (d, d), objective, bounds, gap, ``certified``), solver
-        status, the attempts and timings.
+        ``metric`` (ndarray of shape (n_features, n_features): ``A``, or ``diag(a)``
+        for (XING)), ``objective`` (``f(A)`` or ``g(a)``), ``upper``, ``lower``,
+        ``relative_gap``, ``certified``, the ``certificate`` with its evidence, the
+        solver's ``status``, the ``attempts`` and ``timings``.
 
     Raises
     ------
     ValueError
-        Bad inputs, or an unbounded problem (``lmnn_sdp.mmc.bound``, step 3).
+        Bad inputs (as for ``certify_mmc``), an unknown ``solver``, a ``tol`` that is
+        not positive and finite, or an unbounded problem (``lmnn_sdp.mmc.bound``,
+        step 3).
+    TypeError
+        Non-real ``X``, or non-integer pairs.
     RuntimeError
         Every solver failed without returning a point.
+
+    See Also
+    --------
+    lmnn_sdp.MMC : The scikit-learn transformer.
+    lmnn_sdp.certify_mmc : Certify any candidate metric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import label_pairs, pair_distances, solve_mmc, xing_objective
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]
+    >>> result = solve_mmc(X, y)
+    >>> result.certified, result.metric.shape
+    (True, (4, 4))
+    >>> round(result.objective, 2)
+    206.47
+    >>> similar, dissimilar = label_pairs(y)
+    >>> round(float(pair_distances(X, similar, result.metric).sum()), 6)
+    1.0
+
+    Xing et al.'s diagonal problem is a minimisation:
+
+    >>> diagonal = solve_mmc(X, y, diagonal=True)
+    >>> diagonal.certified, diagonal.sense
+    (True, 'minimize')
+    >>> round(diagonal.objective, 3)
+    -4.099
+    >>> g = xing_objective(X, similar, dissimilar, np.diag(diagonal.metric))
+    >>> bool(np.isclose(g, diagonal.objective))
+    True
     """
     start = time.perf_counter()
     tol, ladder = check_tol(tol), _ladder(solver, solver_options or {})
