@@ -63,8 +63,8 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
     -------
     SDPResult
         ``metric`` (ndarray of shape (n_features, n_features)), ``upper``, ``lower``,
-        ``relative_gap``, ``certified``, the ``certificate`` with its evidence, the
-        solver's ``status``, the SDP's ``triplets`` and ``multipliers``, ``rounds`` and
+        ``relative_gap``, ``certified``, the ``certificate`` with its evidence,
+        ``status`` and ``message`` (``lmnn_sdp.status``), the solver's ``solver_status``, the SDP's ``triplets`` and ``multipliers``, ``rounds`` and
         ``timings``.
 
     Raises

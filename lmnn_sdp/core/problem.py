@@ -136,7 +136,7 @@ class LMNNProblem:
         # invariant and centring keeps the Gram-matrix trick accurate.
         self._Xc = _readonly(self.X - self.X.mean(axis=0))
         if targets is None:
-            self.k = 3 if k is None else _check_k(k, self.label_codes, self.classes)
+            self.k = _check_k(3 if k is None else k, self.label_codes, self.classes)
             self.targets = _readonly(nearest_same_class(self.X, self.label_codes, self.k))
         else:
             self.targets = _readonly(_check_targets(targets, self.label_codes, k))

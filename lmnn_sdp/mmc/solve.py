@@ -162,8 +162,8 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
     MMCResult
         ``metric`` (ndarray of shape (n_features, n_features): ``A``, or ``diag(a)``
         for (XING)), ``objective`` (``f(A)`` or ``g(a)``), ``upper``, ``lower``,
-        ``relative_gap``, ``certified``, the ``certificate`` with its evidence, the
-        solver's ``status``, the ``attempts`` and ``timings``.
+        ``relative_gap``, ``certified``, the ``certificate`` with its evidence,
+        ``status`` and ``message`` (``lmnn_sdp.status``), the solver's ``solver_status``, the ``attempts`` and ``timings``.
 
     Raises
     ------

@@ -305,3 +305,11 @@ def test_problem_is_immutable():
     with pytest.raises(ValueError):
         p.X[0, 0] = 1.0
     assert list(itertools.islice(p.targets.flat, 1))  # readable
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_default_k_is_checked_against_the_smallest_class(size):
+    X = np.arange(2 * 10, dtype=float).reshape(10, 2)
+    y = np.r_[np.zeros(10 - size), np.ones(size)]
+    with pytest.raises(ValueError, match=f"class 1.0 has {size} members.*k=3.*k <= {size - 1}"):
+        LMNNProblem(X, y)
