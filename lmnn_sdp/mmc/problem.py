@@ -32,7 +32,7 @@ from numbers import Real
 
 import numpy as np
 
-from lmnn_sdp.core.problem import check_inputs, check_labels
+from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.core.psd import check_psd, project_psd
 
 LOG_HALF = 0.5 + 0.5 * np.log(2.0)  # min over t > 0 of t - log(t) / 2, (XING-MMC)
@@ -240,10 +240,12 @@ def pair_distances(X, pairs, metric) -> np.ndarray:
     array([4., 4.])
     """
     X = check_inputs(X)
-    metric = np.asarray(metric, dtype=float)
+    metric = _real(metric, "metric")
     d = X.shape[1]
     if metric.shape != (d, d):
         raise ValueError(f"metric must have shape ({d}, {d}), got {metric.shape}.")
+    if not np.all(np.isfinite(metric)):
+        raise ValueError("metric contains NaN or infinity.")
     p = _check_pairs(pairs, len(X), "pairs")
     return distances(X[p[:, 0]] - X[p[:, 1]], metric)
 
@@ -406,7 +408,7 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def check_metric(metric, d: int, diagonal: bool, name: str = "metric") -> np.ndarray:
     """A metric (d, d): finite, symmetric and PSD up to rounding (``core.psd.check_psd``),
     diagonal if asked. Returned as a float array, unchanged."""
-    M = np.asarray(metric, dtype=float)
+    M = _real(metric, name)
     if M.shape != (d, d):
         raise ValueError(f"{name} must have shape ({d}, {d}), got {M.shape}.")
     if not np.all(np.isfinite(M)):
@@ -415,6 +417,14 @@ def check_metric(metric, d: int, diagonal: bool, name: str = "metric") -> np.nda
         raise ValueError(f"diagonal=True needs a diagonal {name}; pass np.diag(weights).")
     check_psd(M, name)
     return M
+
+
+def _real(metric, name: str) -> np.ndarray:
+    """``metric`` as a float array; a ``NonRealInputError`` for complex, string or object
+    entries (``core.problem.check_real_dtype``)."""
+    metric = np.asarray(metric)
+    check_real_dtype(metric.dtype, name)
+    return metric.astype(float)
 
 
 def psd_part(metric: np.ndarray) -> tuple[np.ndarray, float]:

@@ -456,3 +456,9 @@ def test_result_speaks_the_certificates_vocabulary_and_times_each_stage():
     assert set(result.timings) == {*stages, "total"} and result.timings["solve"] > 0
     assert sum(result.timings[s] for s in stages) <= result.timings["total"]
     assert repr(result).startswith("MMCResult(certified, full: objective=")
+
+
+@pytest.mark.parametrize("metric, error", [(np.eye(2) + 0j, TypeError), (np.full((2, 2), np.nan), ValueError)])
+def test_pair_distances_refuse_a_complex_or_nan_metric(metric, error):
+    with pytest.raises(error, match="metric"):
+        pair_distances(np.eye(2), [[0, 1]], metric)
