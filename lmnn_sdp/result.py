@@ -20,15 +20,51 @@ from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 class SDPResult(CertifiedResult):
     """An exact solve of LMNN (``clusters`` None) or multi-metric LMNN (sec. 5.2).
 
-    ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,). ``metric``, ``upper`` (the
-    objective at ``metric``, never the solver's value), ``lower``, ``relative_gap`` and
-    ``certified`` come from ``certificate`` (the best of ``certificates``). ``status``
-    (``lmnn_sdp.status``) is "converged" when the certificate proves the gap below
-    ``tol``, "max_iter" when constraint generation spent ``max_rounds`` first, else
-    "stalled"; ``message`` says why, for people; ``solver_status`` is the solver's word
-    on the last SDP, reported, never trusted. ``rounds`` lists the constraint-generation
-    rounds; ``timings`` the seconds spent building models (``build``) and inside the
-    solver (``solve``)."""
+    ``metric`` ((d, d), or (C, d, d) with ``clusters``), ``upper`` (eq. 14 or 16 at
+    ``metric``, never the solver's value), ``lower``, ``relative_gap``, ``certified`` and
+    ``tol`` are those of ``certificate``.
+
+    Attributes
+    ----------
+    certificate : Certificate
+        The best of ``certificates``; ``certificate.verify()`` re-derives it.
+    certificates : dict of str to Certificate
+        One per way of finding multipliers (the solver's, complementary slackness).
+    status : {"converged", "max_iter", "stalled"}
+        How the solve stopped (``lmnn_sdp.status``): the certificate proved the gap below
+        ``tol``; constraint generation spent ``max_rounds`` first; or neither.
+    message : str
+        Why it stopped, for people.
+    solver_status : str
+        The cvxpy solver's status on the last SDP, reported, never trusted.
+    solver, method : str
+    n_triplets : int
+        Triplets in the (final) SDP.
+    triplets : ndarray of int of shape (n_triplets, 3)
+    multipliers : ndarray of shape (n_triplets,)
+        Their dual multipliers as the solver returned them.
+    timings : dict of str to float
+        Seconds spent building models (``build``) and inside the solver (``solve``).
+    rounds : list
+        The constraint-generation rounds.
+    clusters : ndarray of int of shape (n_samples,) or None
+        The cluster of each point for multi-metric LMNN.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> from lmnn_sdp import solve_lmnn
+    >>> result = solve_lmnn(problem)
+    >>> result.status, result.converged, result.certified
+    ('converged', True, True)
+    >>> result.metric.shape, result.method
+    ((4, 4), 'full')
+    >>> result.solver_status in {"optimal", "optimal_inaccurate"}
+    True
+    """
 
     certificate: Certificate
     certificates: dict  # name -> Certificate, one per way of finding multipliers

@@ -71,6 +71,19 @@ class MultiPassResult:
         Why the passes stopped, for people.
     timings : dict of str to float
         Seconds in ``solve`` (all passes), ``targets`` (neighbour searches) and ``total``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> from fast_solver import solve_multipass
+    >>> result = solve_multipass(problem, max_passes=2, stop="passes")
+    >>> result.status, result.converged, result.certified, result.n_passes
+    ('converged', True, True, 2)
+    >>> result.components.shape
+    (4, 4)
     """
 
     components: np.ndarray

@@ -14,10 +14,40 @@ from lmnn_sdp.status import CONVERGED
 
 @dataclass(frozen=True)
 class Stage:
-    """One continuation stage: its smoothing width and the bounds after it.
+    """One continuation stage of ``fast_solver.solve``: its smoothing width and the bounds
+    after it.
 
-    ``upper`` and ``lower`` are the best so far (the lower one as estimated in
-    the whitened coordinates; the result's certificate recomputes it)."""
+    Attributes
+    ----------
+    stage : int
+        Its index, from 0.
+    gamma : float
+        The smoothing width of the hinge in this stage.
+    newton_iterations : int
+        Newton iterations spent in it.
+    stop : str
+        Why its Newton iterations ended.
+    upper, lower, relative_gap : float
+        The best bounds so far; ``lower`` as estimated in the whitened coordinates (the
+        result's certificate recomputes it).
+    n_active, n_transition, n_working : int
+        Triplets with a positive hinge, triplets within the smoothing width, and
+        triplets in the working set.
+    elapsed : float
+        Seconds since the start of the solve.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> from fast_solver import solve
+    >>> result = solve(problem)
+    >>> stage = result.stages[-1]
+    >>> bool(stage.lower <= stage.upper), stage.stage == len(result.stages) - 1
+    (True, True)
+    """
 
     stage: int
     gamma: float
@@ -66,6 +96,23 @@ class FastLMNNResult(CertifiedResult):
     timings : dict of str to float
         Seconds in ``search``, ``newton``, ``escape`` (line searches out of saddles), ``bounds``
         and ``total``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> from fast_solver import solve
+    >>> result = solve(problem)
+    >>> result.status, result.converged, result.certified
+    ('converged', True, True)
+    >>> result.metric.shape, result.components.shape
+    ((4, 4), (4, 4))
+    >>> bool(result.relative_gap <= result.tol)
+    True
+    >>> result.certificate.verify().certified  # the proof, re-derived from its evidence
+    True
     """
 
     certificate: Certificate

@@ -107,6 +107,19 @@ class LMCAResult:
     price_of_rank : float or None
         ``(objective - lower_full) / lower_full`` against a certified full-rank lower
         bound (``fast_solver.low_rank.lmca.price_of_rank``); None until computed.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> from fast_solver import solve_lmca
+    >>> result = solve_lmca(problem, 2, random_state=0)
+    >>> result.status, result.converged
+    ('converged', True)
+    >>> result.components.shape, result.embedding.shape
+    ((2, 4), (30, 2))
     """
 
     components: np.ndarray

@@ -71,6 +71,17 @@ class MLNGResult:
     history : list of MLNGEpoch
     timings : dict of str to float
         Seconds in ``sgd``, ``objective`` (the final evaluation) and ``total``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import fit_mlng
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = fit_mlng(X[::5], y[::5], k=2, max_epochs=2, random_state=0)
+    >>> result.status, result.converged, result.n_epochs
+    ('max_iter', False, 2)
+    >>> result.metric.shape
+    (4, 4)
     """
 
     metric: np.ndarray

@@ -72,6 +72,17 @@ class FastMMCResult(CertifiedResult):
         The solver's own estimate at its answer (``lmnn_sdp.mmc.refine``).
     timings : dict of str to float
         Seconds to ``whiten``, ``solve``, ``certify`` and in ``total``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import solve_mmc_fast
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = solve_mmc_fast(X[::5], y[::5])
+    >>> result.status, result.converged, result.certified
+    ('converged', True, True)
+    >>> result.metric.shape, result.sense
+    ((4, 4), 'maximize')
     """
 
     certificate: MMCCertificate

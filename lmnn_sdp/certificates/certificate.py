@@ -69,6 +69,23 @@ class Certificate:
         re-derived by ``verify``.
     timings : dict of str to float
         Seconds spent proving (``prove``), loading (``load``) or verifying (``verify``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+    >>> import numpy as np
+    >>> from lmnn_sdp import certify
+    >>> cert = certify(problem, np.eye(4))
+    >>> cert.certified, cert.provenance, cert.kind
+    (False, 'computed', 'lmnn')
+    >>> bool(cert.lower <= cert.upper), round(cert.upper, 3)
+    (True, 12.755)
+    >>> again = cert.verify()  # re-derived from the evidence alone
+    >>> again.provenance, again.certified
+    ('verified', False)
     """
 
     upper: float

@@ -114,6 +114,17 @@ class MMCCertificate:
         Derived here, read from a file (stated, not yet checked), or re-derived by ``verify``.
     timings : dict of str to float
         Seconds spent: ``certify``, ``load`` or ``verify``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import solve_mmc
+    >>> X, y = load_iris(return_X_y=True)
+    >>> cert = solve_mmc(X[::5], y[::5]).certificate
+    >>> cert.kind, cert.certified, cert.provenance
+    ('mmc', True, 'computed')
+    >>> cert.verify().provenance
+    'verified'
     """
 
     problem: MMCProblem

@@ -93,6 +93,17 @@ class MMCResult(CertifiedResult):
     timings : dict of str to float
         Seconds to ``build`` the program, ``solve``, ``refine`` and ``certify`` (summed
         over attempts) and in ``total``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import solve_mmc
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = solve_mmc(X[::5], y[::5])
+    >>> result.status, result.converged, result.certified
+    ('converged', True, True)
+    >>> result.metric.shape, result.sense
+    ((4, 4), 'maximize')
     """
 
     certificate: MMCCertificate
