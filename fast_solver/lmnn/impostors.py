@@ -23,12 +23,8 @@ Two exact search paths, both one class at a time (sec. 6.2: impostors of
 Rule for ``method="auto"``: ball trees prune well only in low dimension (Fig.
 12 of the paper), so ``"balltree"`` is used when the rank of ``M`` (the
 dimension of ``L x``) is at most ``BALLTREE_MAX_RANK = 8`` and ``"blockwise"``
-otherwise. Measured on the 16,000 letters training points projected by PCA to
-r dimensions (2 shared cores, 2 threads, best of 2): ball tree / blockwise
-seconds 1.97 / 2.66 at r=2, 0.45 / 0.56 at r=4, 0.64 / 0.78 at r=8,
-0.92 / 0.62 at r=12, 2.01 / 0.84 at r=16; on Fashion-MNIST PCA-164 (6,000-point
-subset) blockwise was twice as fast. Both paths run one class per thread
-(``SEARCH_THREADS``, the usable cores).
+otherwise (timings: ``docs/design/fast-lmnn-solver.md``, "The impostor search").
+Both paths run one class per thread (``SEARCH_THREADS``, the usable cores).
 Candidates of both paths are re-measured with exact differences
 ``|z_i - z_l|^2`` before the strict comparison, so the two paths return the
 same pairs.
@@ -234,8 +230,7 @@ def _below(values: np.ndarray, threshold: np.ndarray, flags: np.ndarray):
 
     Hits are rare, so the flags (written into ``flags``, a buffer of at least
     ``b m`` bytes rounded up to whole 8-byte words) are scanned eight at a time
-    as 64-bit words and only nonzero words are unpacked: on letters this cut
-    the exact search from 3.8 s to 2.2 s per fit."""
+    as 64-bit words and only nonzero words are unpacked."""
     b, m = values.shape
     np.less(values, threshold[:, None], out=flags[:b * m].reshape(b, m))
     used = -(-b * m // 8) * 8

@@ -11,9 +11,9 @@ certified solve of its own problem (``fast_solver.solve``).
 ``RANK_RTOL`` of the largest taken as zero (zero rows, so ``L_p`` stays (d, d)). Without
 the cut, the rounding eigenvalues (~1e-17 of the largest) of a rank-deficient ``M_p`` leave
 directions of relative size ~1e-8 in the mapped inputs, which the next pass's whitening
-scales back to full size, so rounding decides the next problem (standardized wine,
-mu = 0.5: pass 2 ended uncertified, gap 1, after 41 s). With the cut the rank of ``A_p``
-never grows, as in exact arithmetic (a product has at most the rank of each factor).
+scales back to full size, so rounding decides the next problem
+(docs/design/fast-lmnn-solver.md, "Multi-pass LMNN: the rank cut"). With the cut the rank of
+``A_p`` never grows, as in exact arithmetic (a product has at most the rank of each factor).
 
 Eq. 14 on inputs ``A x`` with metric ``M'`` is eq. 14 on ``x`` with ``A^T M' A``. The
 passes stop after ``max_passes``; with ``stop="targets"`` as soon as the targets repeat

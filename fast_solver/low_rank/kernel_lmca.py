@@ -12,13 +12,9 @@ update is ``Omega <- Omega - lambda Gamma`` (eq. 5); the gradient in ``Omega`` i
 ``Gamma K``. Here L-BFGS runs on ``Omega`` with that gradient
 (``fast_solver.low_rank.solver``), and a new point maps to ``Omega k(X_train, x)``.
 
-With an RBF kernel the training eq. 14 can be driven towards 0 (Ionosphere, 245
-training rows, 34 components: 0.001 after 3,000 L-BFGS iterations in coordinates
-whitened by ``K``), so the iteration budget regularises, as the paper's
-early-stopped steepest descent did. In ``Omega`` L-BFGS moves slowly along the
-small eigenvalues of ``K``: on the same split eq. 14 was 880, 606, 336 and 156
-after 100, 300, 1,000 and 3,000 iterations, and the 3-NN test error 6.6, 6.6, 7.5
-and 7.5%.
+With an RBF kernel the training eq. 14 can be driven towards 0, so the iteration budget
+``max_iter`` regularises, as the paper's early-stopped steepest descent did
+(docs/design/low-rank.md, "Kernel LMCA").
 
 Memory is bounded in ``n``: the training kernel matrix is kept only when its
 ``8 n^2`` bytes fit ``kernel_memory`` (default ``KERNEL_MEMORY``, 256 MiB, so up
@@ -186,8 +182,7 @@ def initial_coefficients(problem: LMNNProblem, K: TrainingKernel, n_components: 
 def _kernel_pca(K: TrainingKernel, r: int) -> np.ndarray:
     """Rows ``u_c / sqrt(s_c)`` (r, n) of the leading eigenpairs of ``H K H`` (``H`` the
     centring): dense when ``K`` is kept and ``n <= DENSE_KPCA_ROWS``, else by Lanczos on the
-    products ``K V`` (letters, n = 14,000: a dense ``eigh`` ran past 10 minutes, Lanczos on
-    the kept matrix took 62 products, 9.5 s)."""
+    products ``K V`` (docs/design/low-rank.md, "Kernel LMCA")."""
     n = len(K.X)
     if K.matrix is not None and n <= DENSE_KPCA_ROWS:
         Kc = K.matrix - K.matrix.mean(axis=0) - K.matrix.mean(axis=1)[:, None] + K.matrix.mean()

@@ -87,8 +87,7 @@ def solve_lmca(
 def pull_whitening(problem: LMNNProblem) -> tuple[np.ndarray, np.ndarray]:
     """``(T (d, m), T^+ (m, d))``: coordinates ``X_c T`` of the data range (rank ``m``) in which
     the pull matrix is the identity; L-BFGS runs on ``A = L T^{+T}`` (``L = A T^T``), so its
-    steps do not depend on the units of the features (digits, 400 rows, r = 2: 107 L-BFGS
-    iterations against 535 on the raw pixels, eq. 14 9,780 and 9,782).
+    steps do not depend on the units of the features (docs/design/low-rank.md, "Pull whitening").
 
     Unlike ``lmnn_sdp.core.whitening``, which drops the null space of a singular pull matrix
     (the full-rank solver pushes it out at no cost afterwards), its eigenvalues are raised to

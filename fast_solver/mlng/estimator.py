@@ -33,9 +33,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
     k : int, default=3
         Neighbours per vote.
     C : float > 0, default=0.1
-        Weight of the summed surrogate loss in eq. 10. The paper tunes it on a 75/25 split
-        of the training data; 0.1 did best of 0.01..3 on letters (z-scored, 12,000 rows),
-        and 0.01-0.1 on iris and wine.
+        Weight of the summed surrogate loss in eq. 10; the paper tunes it on a 75/25 split
+        of the training data (docs/design/mlng.md, "The default C").
     loss_matrix : ndarray of shape (n_classes, n_classes) or None, default=None
         ``Lambda(r, r')``, the loss of voting ``r'`` for a point of class ``r``, classes in
         the order of ``classes_``; None is the 0-1 loss (the paper's choice).
