@@ -76,7 +76,35 @@ def cross_product(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
-    """Search radius ``max_j D(i, j) + 1 + band`` of every point (App. A), shape (n,)."""
+    """Return the squared search radius of every point for its impostors.
+
+    The radius ``max_j D(i, j) + 1 + band`` of Appendix A (Weinberger & Saul,
+    JMLR 2009): a point ``l`` of another class within it may violate the margin of
+    one of ``i``'s target neighbours (eq. 10), or come within ``band`` of doing so.
+
+    Parameters
+    ----------
+    target_d : ndarray of shape (n, k)
+        Squared distances ``D(i, j)`` of every point to its ``k`` target neighbours.
+    band : float, default=0.0
+        Slack added to the radius.
+
+    Returns
+    -------
+    radius : ndarray of shape (n,)
+        ``target_d.max(axis=1) + 1 + band``.
+
+    See Also
+    --------
+    impostor_pairs : The pairs within these radii.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fast_solver import impostor_radius
+    >>> impostor_radius(np.array([[0.25, 1.0], [0.5, 0.5]]), band=0.5)
+    array([2.5, 2. ])
+    """
     return target_d.max(axis=1) + 1.0 + band
 
 
@@ -144,7 +172,12 @@ def impostor_pairs(
     Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto", searched=None,
     columns=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All pairs ``(i, l)`` with ``codes[l] != codes[i]`` and ``|z_i - z_l|^2 < radius[i]``.
+    """Return every pair of differently labelled points within a point's radius.
+
+    The exact impostor search of Weinberger & Saul (JMLR 2009, sec. 3.1, 6.2 and
+    Appendix A): all pairs ``(i, l)`` with ``codes[l] != codes[i]`` and
+    ``|z_i - z_l|^2 < radius[i]``, searched one class at a time by blockwise
+    distances or ball trees (module docstring); both paths return the same pairs.
 
     Parameters
     ----------
@@ -154,7 +187,8 @@ def impostor_pairs(
         Class codes.
     radius : ndarray of shape (n,)
         Squared search radius of every point (``impostor_radius``).
-    method : {"auto", "blockwise", "balltree"}
+    method : {"auto", "blockwise", "balltree"}, default="auto"
+        Search path; ``"auto"`` takes ball trees for ``r <= BALLTREE_MAX_RANK``.
     searched : ndarray of bool, shape (n,), optional
         Search only the points ``i`` where this is true (default: all).
     columns : ndarray of bool, shape (n,), optional
@@ -166,6 +200,27 @@ def impostor_pairs(
         Pairs ordered by ``i`` then ``l``.
     dist : ndarray of shape (P,)
         Their exact squared distances.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not one of the search paths.
+
+    See Also
+    --------
+    impostor_radius : The radius of Appendix A.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fast_solver import impostor_pairs
+    >>> Z = np.array([[0.0], [0.5], [3.0], [3.2]])
+    >>> codes = np.array([0, 1, 0, 1])
+    >>> i, l, dist = impostor_pairs(Z, codes, np.full(4, 1.0))
+    >>> i, l
+    (array([0, 1, 2, 3]), array([1, 0, 3, 2]))
+    >>> dist
+    array([0.25, 0.25, 0.04, 0.04])
     """
     method = choose_search_method(Z.shape[1], method)
     search = _balltree_candidates if method == "balltree" else _blockwise_candidates
