@@ -137,7 +137,7 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
-        scipy's result (``x``, ``fun``, ``nit``, ``success``, ``status``,
+        Scipy's result (``x``, ``fun``, ``nit``, ``success``, ``status``,
         ``message``) with ``components``, the ``A`` found, shape (r, d), and
         ``objective``, its ``f`` or ``g``.
 
