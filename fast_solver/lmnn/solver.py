@@ -170,9 +170,10 @@ def solve(
     >>> round(result.upper, 1)
     14.7
 
-    One metric per class (eq. 16), started from the LMNN optimum:
+    One metric per class (eq. 16), started from the LMNN optimum (the default
+    start, given here so that it is not solved again):
 
-    >>> multi = solve(problem, clusters=problem.label_codes)
+    >>> multi = solve(problem, result.metric, clusters=problem.label_codes)
     >>> multi.converged, multi.metric.shape
     (True, (3, 4, 4))
     >>> bool(multi.upper <= result.upper)
