@@ -15,17 +15,77 @@ from lmnn_sdp.core.problem import check_real_dtype
 
 
 class MahalanobisMixin:
-    """metric-learn's view of a learned linear map ``L = components_`` (n_components,
-    n_features): the Mahalanobis matrix ``M = L^T L`` and the distances of pairs."""
+    """metric-learn's view of a learned linear map ``L = components_``.
+
+    A fitted estimator with ``components_`` of shape (n_components, n_features) gets
+    the Mahalanobis matrix ``M = L^T L`` and the distances ``D_M`` of pairs (the
+    distance of Weinberger & Saul, JMLR 2009, eq. 3).
+    """
 
     def get_mahalanobis_matrix(self) -> np.ndarray:
-        """``M = components_^T components_``, shape (n_features, n_features)."""
+        """Return the learned Mahalanobis matrix ``M = L^T L``.
+
+        Returns
+        -------
+        M : ndarray of shape (n_features, n_features)
+            ``components_.T @ components_``, symmetric positive semidefinite.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import RCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> M = RCA().fit(X, y).get_mahalanobis_matrix()
+        >>> M.shape
+        (4, 4)
+        >>> bool(np.allclose(M, M.T))
+        True
+        """
         check_is_fitted(self)
         return self.components_.T @ self.components_
 
     def pair_distance(self, pairs) -> np.ndarray:
-        """``sqrt((x - x')^T M (x - x'))`` of each pair in ``pairs`` (n_pairs, 2, n_features),
-        shape (n_pairs,)."""
+        """Return the learned distance of each pair of points.
+
+        The distance is ``sqrt((x - x')^T M (x - x'))`` with ``M`` the learned
+        Mahalanobis matrix, that is the Euclidean distance after ``transform``.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            The pairs ``(x, x')``; stack two arrays of points with
+            ``np.stack([X1, X2], axis=1)``.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_pairs,)
+            The distance of each pair.
+
+        Raises
+        ------
+        ValueError
+            If ``pairs`` is not of shape (n_pairs, 2, n_features).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import RCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> rca = RCA().fit(X, y)
+        >>> d = rca.pair_distance(np.stack([X[:3], X[3:6]], axis=1))
+        >>> d.shape
+        (3,)
+        >>> Z = rca.transform(X)
+        >>> bool(np.allclose(d, np.linalg.norm(Z[:3] - Z[3:6], axis=1)))
+        True
+        """
         check_is_fitted(self)
         reject_complex(pairs, "pairs")
         pairs = check_array(pairs, allow_nd=True)
@@ -39,11 +99,41 @@ class MahalanobisMixin:
 
 
 class LinearMetricTransformer(MahalanobisMixin, TransformerMixin):
-    """``transform(X) = X @ components_.T`` for the estimators that learn one linear map,
-    with ``get_mahalanobis_matrix`` and ``pair_distance`` (``MahalanobisMixin``)."""
+    """The transformer side of the estimators that learn one linear map ``L``.
+
+    ``transform(X) = X @ components_.T``, with ``get_mahalanobis_matrix`` and
+    ``pair_distance`` of ``MahalanobisMixin`` and scikit-learn's ``fit_transform``.
+    """
 
     def transform(self, X):
-        """``X @ components_.T``: inputs in the learned space, shape (n_samples, n_components)."""
+        """Map inputs into the learned space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real inputs with the features seen in ``fit``.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            ``X @ components_.T``, whose Euclidean distances are the learned
+            Mahalanobis distances.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        ValueError
+            If ``X`` has another number of features than in ``fit``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import RCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> RCA().fit(X, y).transform(X[:5]).shape
+        (5, 4)
+        """
         return fitted_inputs(self, X) @ self.components_.T
 
     def __sklearn_tags__(self):

@@ -35,15 +35,20 @@ RANK_RTOL = 1e-10  # within-chunklet variances at most this of the largest count
 
 
 def rca_components(X, chunklets, rtol: float = RANK_RTOL) -> np.ndarray:
-    """RCA's whitening ``L`` with ``L^T L = C^+`` (the metric ``M = C^{-1}``; module docstring).
+    """Return RCA's whitening map for the within-chunklet covariance.
+
+    Steps 2 and 3 of Bar-Hillel et al. (ICML 2003): the within-chunklet covariance
+    ``C`` (module docstring) and the map ``L`` with ``L^T L = C^+``, so that the
+    metric is ``M = C^{-1}`` on the range of ``C``.
 
     Parameters
     ----------
     X : array-like of shape (n, d)
+        Real inputs.
     chunklets : array-like of int, shape (n,)
         Chunklet of each point, ``-1`` for a point in none; chunklets of one point
         contribute nothing.
-    rtol : float
+    rtol : float, default=1e-10
         Eigenvalues of ``C`` at most ``rtol`` times the largest are taken as zero.
 
     Returns
@@ -51,6 +56,33 @@ def rca_components(X, chunklets, rtol: float = RANK_RTOL) -> np.ndarray:
     L : ndarray of shape (r, d)
         ``r`` = the numerical rank of ``C``; rows ``v / sqrt(lambda)`` for the
         eigenpairs of ``C`` by increasing ``lambda`` (decreasing eigenvalue of ``M``).
+
+    Raises
+    ------
+    ValueError
+        If ``chunklets`` is not one integer per row, no chunklet holds two points, or
+        every chunklet holds identical points.
+
+    Warns
+    -----
+    UserWarning
+        If ``C`` is rank-deficient; those directions leave the map.
+
+    See Also
+    --------
+    RCA : The scikit-learn estimator, with one chunklet per class.
+
+    Examples
+    --------
+    Chunklets need not cover every point; ``-1`` marks a point in none:
+
+    >>> import numpy as np
+    >>> from fast_solver import rca_components
+    >>> X = np.random.default_rng(0).normal(size=(12, 3))
+    >>> chunklets = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, -1, -1, -1])
+    >>> L = rca_components(X, chunklets)
+    >>> L.shape
+    (3, 3)
     """
     X = check_inputs(X)
     C = within_chunklet_covariance(X, chunklets)
@@ -86,9 +118,9 @@ def within_chunklet_covariance(X: np.ndarray, chunklets) -> np.ndarray:
 
 
 class RCA(LinearMetricTransformer, BaseEstimator):
-    """Relevant Component Analysis (Bar-Hillel et al., ICML 2003) with chunklets from labels.
+    """Relevant Component Analysis with one chunklet per class.
 
-    Every class is one chunklet; ``transform`` whitens by the within-class
+    Implements Bar-Hillel, Hertz, Shental & Weinshall (ICML 2003). Every class is one chunklet; ``transform`` whitens by the within-class
     covariance (``rca_components``), so Euclidean distances after it are the
     Mahalanobis distances of ``M = C^{-1}``. Closed form: no iterations.
 
@@ -105,6 +137,25 @@ class RCA(LinearMetricTransformer, BaseEstimator):
     metric_ : ndarray of shape (n_features, n_features)
         ``components_.T @ components_``, the pseudo-inverse of ``C``.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    rca_components : The map for any chunklets.
+
+    Examples
+    --------
+    After ``transform`` the within-class covariance is the identity:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import RCA
+    >>> X, y = load_iris(return_X_y=True)
+    >>> rca = RCA().fit(X, y)
+    >>> Z = rca.transform(X)
+    >>> within = sum(np.cov(Z[y == c].T, bias=True) * np.sum(y == c) for c in range(3)) / len(y)
+    >>> bool(np.allclose(within, np.eye(4)))
+    True
     """
 
     _parameter_constraints: dict = {"rtol": [Interval(Real, 0, 1, closed="left")]}
@@ -114,7 +165,38 @@ class RCA(LinearMetricTransformer, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Whiten by the within-class covariance of ``X`` (n_samples, n_features), ``y`` (n_samples,)."""
+        """Learn the whitening by the within-class covariance.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels; each class is one chunklet.
+
+        Returns
+        -------
+        self : RCA
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If no class holds two points, or every class holds identical points.
+
+        Warns
+        -----
+        UserWarning
+            If the within-class covariance is rank-deficient.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import RCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> RCA().fit(X, y).metric_.shape
+        (4, 4)
+        """
         reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)

@@ -136,9 +136,8 @@ def threads_for(work: int):
 
 
 def laplacian_rows(indptr, neighbours, weights, X, out):
-    """``_laplacian_rows`` on threads when the graph is large enough to pay for them (each
-    multi-metric cluster's graph is small: letters, 26 metrics, spent 2.8 ms a call
-    waking threads)."""
+    """``_laplacian_rows`` on threads when the graph is large enough to pay for them
+    (``PARALLEL_WORK``; docs/design/fast-lmnn-solver.md, "Threads for small graphs")."""
     parallel = len(neighbours) * X.shape[1] >= PARALLEL_WORK
     return (_laplacian_parallel if parallel else _laplacian_serial)(indptr, neighbours, weights, X, out)
 

@@ -42,19 +42,27 @@ TEST_TARGETS = ("euclidean", "metric")  # how N_c(t) is chosen
 
 def energies(X, y, targets, mu, metrics, X_test, *, clusters=None, test_clusters=None,
              test_targets="euclidean", test_margin=1.0) -> np.ndarray:
-    """The energies of eq. 15, shape (m, n_classes), classes ordered as ``np.unique(y)``.
+    """Return the energy of each test point under each label (eq. 15).
+
+    Implements the energy-based classification of Weinberger & Saul (JMLR 2009,
+    sec. 3.5, eq. 15) with a fixed learned metric, or one metric per cluster
+    (sec. 5.2, eq. 16): the LMNN loss (eq. 14) that each test point adds when it
+    joins the training set under that label (module docstring).
 
     Parameters
     ----------
-    X : array of shape (n, d); y : array of shape (n,)
-        The training data.
+    X : array-like of shape (n, d)
+        The training inputs.
+    y : array-like of shape (n,)
+        The training labels.
     targets : array of int, shape (n, k)
         The training target neighbours; ``k`` is also the size of ``N_c(t)``.
     mu : float in [0, 1]
         Weight of the hinge terms; the pull term has ``1 - mu``.
     metrics : array of shape (d, d), or (C, d, d) with ``clusters``
         The learned metric, or one metric per cluster (eq. 16).
-    X_test : array of shape (m, d)
+    X_test : array-like of shape (m, d)
+        The test inputs.
     clusters : array of int, shape (n,), optional
         The cluster of each training point (metric ``M_{clusters[b]}`` measures
         distances to point ``b``).
@@ -66,6 +74,29 @@ def energies(X, y, targets, mu, metrics, X_test, *, clusters=None, test_clusters
         ``N_c(t)`` by Euclidean distance (eq. 15) or by the learned distances.
     test_margin : float >= 0, default=1.0
         The margin of the test point's own perimeter (the second term).
+
+    Returns
+    -------
+    E : ndarray of shape (m, n_classes)
+        ``E(t, c)``, classes ordered as ``np.unique(y)``; the prediction of eq. 15 is
+        the label of least energy.
+
+    See Also
+    --------
+    EnergyClassifier : The scikit-learn classifier over a metric learner.
+
+    Examples
+    --------
+    Two classes five units apart, one target each, the Euclidean metric:
+
+    >>> import numpy as np
+    >>> from fast_solver import energies
+    >>> X = np.array([[0., 0], [0, 1], [0, 2], [5, 0], [5, 1], [5, 2]])
+    >>> y = np.array([0, 0, 0, 1, 1, 1])
+    >>> targets = np.array([[1], [0], [1], [4], [3], [4]])
+    >>> energies(X, y, targets, 0.5, np.eye(2), np.array([[0, 1.5], [5, 1.5]]))
+    array([[ 0.125, 52.375],
+           [52.375,  0.125]])
     """
     model = EnergyModel.build(X, y, targets, mu, metrics, clusters=clusters,
                               test_targets=test_targets, test_margin=test_margin)

@@ -17,8 +17,9 @@ from lmnn_sdp.core.problem import LMNNProblem
 
 
 class EnergyClassifier(ClassifierMixin, BaseEstimator):
-    """Energy-based classification (Weinberger & Saul, JMLR 2009, sec. 3.5, eq. 15).
+    """Energy-based classification over a learned metric.
 
+    Implements the energy rule, eq. 15 of Weinberger & Saul (JMLR 2009, sec. 3.5).
     Fits a metric learner, then labels a test point by the hypothetical label that
     adds the least LMNN loss (eq. 14) when the point joins the training set: its
     pull to its ``k`` Euclidean-nearest points of that label, the impostors inside
@@ -48,7 +49,29 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
     energy_model_ : EnergyModel
         The training side of eq. 15 (data, targets, ``mu``, metrics, clusters).
     classes_ : ndarray of shape (n_classes,)
+        The class labels, in the order of the columns of ``energy``.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    energies : The energies of eq. 15 as a function of arrays.
+    LMNN : The default learner.
+    MultiMetricLMNN : A learner with one metric per class (eq. 16).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import EnergyClassifier, LMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> clf = EnergyClassifier(LMNN(k=3)).fit(X, y)
+    >>> clf.predict(X[[0, 10, 20]])
+    array([0, 1, 2])
+    >>> clf.learner_.converged_
+    True
+    >>> clf.score(X, y) > 0.9
+    True
     """
 
     _parameter_constraints: dict = {"learner": [HasMethods(["fit"]), None],
@@ -62,8 +85,37 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)  # the learner validates its own
     def fit(self, X, y):
-        """Fit the learner on ``X`` (n_samples, n_features), ``y`` (n_samples,) and keep the
-        training side of eq. 15."""
+        """Fit the learner and keep the training side of eq. 15.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes.
+
+        Returns
+        -------
+        self : EnergyClassifier
+            The fitted classifier.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class.
+        TypeError
+            If the fitted learner has neither ``result_.certificate.problem`` nor the
+            parameters ``k`` and ``mu``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import EnergyClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = EnergyClassifier().fit(X[::5], y[::5])
+        >>> clf.classes_
+        array([0, 1, 2])
+        """
         reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
@@ -78,20 +130,85 @@ class EnergyClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def energy(self, X) -> np.ndarray:
-        """The energies E(t, c) of eq. 15, shape (n_samples, n_classes); lower is better."""
+        """Return the energy ``E(t, c)`` of eq. 15 of each point under each label.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        E : ndarray of shape (n_samples, n_classes)
+            The LMNN loss each point adds to the training set under each label of
+            ``classes_``; lower is better.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import EnergyClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> E = EnergyClassifier().fit(X[::5], y[::5]).energy(X[[0, 50]])
+        >>> E.shape
+        (2, 3)
+        >>> E.argmin(axis=1)
+        array([0, 1])
+        """
         X = fitted_inputs(self, X)
         clusters = self.learner_.test_clusters(X) if hasattr(self.learner_, "metrics_") else None
         return self.energy_model_.energies(X, test_clusters=clusters)
 
     def decision_function(self, X) -> np.ndarray:
-        """Scores with scikit-learn's convention (larger means more likely): ``-energy(X)``,
-        shape (n_samples, n_classes); with two classes ``E(t, 0) - E(t, 1)``, shape
-        (n_samples,), positive for ``classes_[1]``."""
+        """Return scores with scikit-learn's convention: larger means more likely.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+            ``-energy(X)``; with two classes ``E(t, 0) - E(t, 1)``, shape
+            (n_samples,), positive for ``classes_[1]``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import EnergyClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = EnergyClassifier().fit(X[50::5], y[50::5])  # classes 1 and 2
+        >>> scores = clf.decision_function(X[[50, 100]])
+        >>> scores.shape
+        (2,)
+        >>> clf.classes_[(scores > 0).astype(int)]
+        array([1, 2])
+        """
         E = self.energy(X)
         return E[:, 0] - E[:, 1] if len(self.classes_) == 2 else -E
 
     def predict(self, X) -> np.ndarray:
-        """The label of least energy (eq. 15), ties to the first of ``classes_``."""
+        """Return the label of least energy (eq. 15).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The label of least ``energy`` of each point; ties go to the first of
+            ``classes_``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import EnergyClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> EnergyClassifier().fit(X[::5], y[::5]).predict(X[[0, 50, 100]])
+        array([0, 1, 2])
+        """
         E = self.energy(X)
         return self.classes_[np.argmin(E, axis=1)]
 

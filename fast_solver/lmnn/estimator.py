@@ -18,12 +18,13 @@ from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 
 
 class LMNN(LinearMetricTransformer, BaseEstimator):
-    """Large Margin Nearest Neighbor metric learning (Weinberger & Saul, JMLR 2009).
+    """Large Margin Nearest Neighbor metric learning with a certified stop.
 
-    Minimises eq. 14 over PSD metrics ``M`` with the certified smoothed-hinge
-    solver of ``fast_solver.lmnn.solver`` and says converged only when its own dual
-    bound proves the relative gap below ``tol``. ``transform`` maps ``x`` to
-    ``L x`` with ``L^T L = M``.
+    Minimises the LMNN objective, eq. 14 of Weinberger & Saul (JMLR 2009), over
+    positive semidefinite metrics ``M`` with the smoothed-hinge solver ``solve``
+    (in place of the paper's Appendix A sub-gradient method) and says converged
+    only when its own dual bound proves the relative gap below ``tol``.
+    ``transform`` maps ``x`` to ``L x`` with ``L^T L = M``.
 
     Parameters
     ----------
@@ -36,9 +37,10 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     tol : float, default=1e-6
         Certified relative gap ``(upper - lower) / upper`` at which to stop.
     init : {"auto", "identity", "random"} or ndarray of shape (n_features, n_features), default="auto"
-        Starting metric: the solver's default (the pull-whitened identity), the
-        Euclidean metric, a random PSD matrix drawn with ``random_state``, or a
-        given PSD matrix; each is scaled by the solver's first stage.
+        Starting metric: the solver's default (``solve`` with ``M0=None``, the
+        Euclidean metric, so the same start as ``"identity"``), the Euclidean
+        metric, a random PSD matrix drawn with ``random_state``, or a given PSD
+        matrix; each is first scaled by its best multiple (``fast_solver.lmnn.start``).
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
@@ -65,6 +67,31 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     result_ : FastLMNNResult
         Everything the solver returned (certificate, stages, timings, ...).
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    solve : The solver behind ``fit``, on an ``LMNNProblem``.
+    MultiPassLMNN : Targets re-chosen under the learned metric (sec. 5.1).
+    MultiMetricLMNN : One metric per class or cluster (sec. 5.2).
+    LMCA : Low-rank LMNN (sec. 5.4), not certified.
+    EnergyClassifier : Classification by energy (eq. 15) over a fitted metric.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import LMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> lmnn = LMNN(k=3).fit(X, y)
+    >>> lmnn.converged_
+    True
+    >>> lmnn.transform(X).shape
+    (30, 4)
+    >>> bool(lmnn.lower_bound_ <= lmnn.objective_)
+    True
+    >>> round(lmnn.objective_, 1)
+    14.7
     """
 
     _parameter_constraints: dict = {
@@ -91,10 +118,41 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,).
+        """Learn the metric of eq. 14 from labelled inputs.
 
-        ``X`` must be real numbers (booleans count as 0/1): complex, text or dates raise a
-        ``NonRealInputError`` (a TypeError and a ValueError) naming the fix."""
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real inputs (booleans count as 0/1).
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes, each with at least ``k + 1`` points.
+
+        Returns
+        -------
+        self : LMNN
+            The fitted estimator.
+
+        Raises
+        ------
+        NonRealInputError
+            If ``X`` holds complex numbers, text or dates (a TypeError and a ValueError).
+        ValueError
+            If ``y`` has one class, or a class has ``k`` points or fewer.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If ``max_iter`` Newton iterations end before the certified gap reaches ``tol``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import LMNN
+        >>> X, y = load_iris(return_X_y=True)
+        >>> lmnn = LMNN(k=2).fit(X[::5], y[::5])
+        >>> lmnn.metric_.shape, lmnn.converged_
+        ((4, 4), True)
+        """
         problem = labelled_problem(self, X, y)
         result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
                        tol=self.tol, search=self.search,

@@ -23,12 +23,8 @@ Two exact search paths, both one class at a time (sec. 6.2: impostors of
 Rule for ``method="auto"``: ball trees prune well only in low dimension (Fig.
 12 of the paper), so ``"balltree"`` is used when the rank of ``M`` (the
 dimension of ``L x``) is at most ``BALLTREE_MAX_RANK = 8`` and ``"blockwise"``
-otherwise. Measured on the 16,000 letters training points projected by PCA to
-r dimensions (2 shared cores, 2 threads, best of 2): ball tree / blockwise
-seconds 1.97 / 2.66 at r=2, 0.45 / 0.56 at r=4, 0.64 / 0.78 at r=8,
-0.92 / 0.62 at r=12, 2.01 / 0.84 at r=16; on Fashion-MNIST PCA-164 (6,000-point
-subset) blockwise was twice as fast. Both paths run one class per thread
-(``SEARCH_THREADS``, the usable cores).
+otherwise (timings: ``docs/design/fast-lmnn-solver.md``, "The impostor search").
+Both paths run one class per thread (``SEARCH_THREADS``, the usable cores).
 Candidates of both paths are re-measured with exact differences
 ``|z_i - z_l|^2`` before the strict comparison, so the two paths return the
 same pairs.
@@ -80,7 +76,35 @@ def cross_product(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
-    """Search radius ``max_j D(i, j) + 1 + band`` of every point (App. A), shape (n,)."""
+    """Return the squared search radius of every point for its impostors.
+
+    The radius ``max_j D(i, j) + 1 + band`` of Appendix A (Weinberger & Saul,
+    JMLR 2009): a point ``l`` of another class within it may violate the margin of
+    one of ``i``'s target neighbours (eq. 10), or come within ``band`` of doing so.
+
+    Parameters
+    ----------
+    target_d : ndarray of shape (n, k)
+        Squared distances ``D(i, j)`` of every point to its ``k`` target neighbours.
+    band : float, default=0.0
+        Slack added to the radius.
+
+    Returns
+    -------
+    radius : ndarray of shape (n,)
+        ``target_d.max(axis=1) + 1 + band``.
+
+    See Also
+    --------
+    impostor_pairs : The pairs within these radii.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fast_solver import impostor_radius
+    >>> impostor_radius(np.array([[0.25, 1.0], [0.5, 0.5]]), band=0.5)
+    array([2.5, 2. ])
+    """
     return target_d.max(axis=1) + 1.0 + band
 
 
@@ -148,7 +172,12 @@ def impostor_pairs(
     Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto", searched=None,
     columns=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All pairs ``(i, l)`` with ``codes[l] != codes[i]`` and ``|z_i - z_l|^2 < radius[i]``.
+    """Return every pair of differently labelled points within a point's radius.
+
+    The exact impostor search of Weinberger & Saul (JMLR 2009, sec. 3.1, 6.2 and
+    Appendix A): all pairs ``(i, l)`` with ``codes[l] != codes[i]`` and
+    ``|z_i - z_l|^2 < radius[i]``, searched one class at a time by blockwise
+    distances or ball trees (module docstring); both paths return the same pairs.
 
     Parameters
     ----------
@@ -158,7 +187,8 @@ def impostor_pairs(
         Class codes.
     radius : ndarray of shape (n,)
         Squared search radius of every point (``impostor_radius``).
-    method : {"auto", "blockwise", "balltree"}
+    method : {"auto", "blockwise", "balltree"}, default="auto"
+        Search path; ``"auto"`` takes ball trees for ``r <= BALLTREE_MAX_RANK``.
     searched : ndarray of bool, shape (n,), optional
         Search only the points ``i`` where this is true (default: all).
     columns : ndarray of bool, shape (n,), optional
@@ -170,6 +200,27 @@ def impostor_pairs(
         Pairs ordered by ``i`` then ``l``.
     dist : ndarray of shape (P,)
         Their exact squared distances.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not one of the search paths.
+
+    See Also
+    --------
+    impostor_radius : The radius of Appendix A.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fast_solver import impostor_pairs
+    >>> Z = np.array([[0.0], [0.5], [3.0], [3.2]])
+    >>> codes = np.array([0, 1, 0, 1])
+    >>> i, l, dist = impostor_pairs(Z, codes, np.full(4, 1.0))
+    >>> i, l
+    (array([0, 1, 2, 3]), array([1, 0, 3, 2]))
+    >>> dist
+    array([0.25, 0.25, 0.04, 0.04])
     """
     method = choose_search_method(Z.shape[1], method)
     search = _balltree_candidates if method == "balltree" else _blockwise_candidates
@@ -234,8 +285,7 @@ def _below(values: np.ndarray, threshold: np.ndarray, flags: np.ndarray):
 
     Hits are rare, so the flags (written into ``flags``, a buffer of at least
     ``b m`` bytes rounded up to whole 8-byte words) are scanned eight at a time
-    as 64-bit words and only nonzero words are unpacked: on letters this cut
-    the exact search from 3.8 s to 2.2 s per fit."""
+    as 64-bit words and only nonzero words are unpacked."""
     b, m = values.shape
     np.less(values, threshold[:, None], out=flags[:b * m].reshape(b, m))
     used = -(-b * m // 8) * 8

@@ -25,9 +25,49 @@ from lmnn_sdp.core.psd import psd_factor
 
 
 def cluster_neighbors(X, metrics, clusters, X_test, n_neighbors: int) -> np.ndarray:
-    """Indices (m, n_neighbors) of the training points nearest to each test point under
-    ``D^`` of eq. 16, nearest first; ``X`` (n, d), ``metrics`` (C, d, d), ``clusters`` (n,),
-    ``X_test`` (m, d). Blockwise over test points (``BLOCK_BYTES`` per block of distances)."""
+    """Return the nearest training points under the distances of several metrics.
+
+    The k-NN search of multi-metric LMNN (Weinberger & Saul, JMLR 2009, sec. 5.2):
+    the distance to training point ``b`` is ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``
+    (eq. 16), measured with the metric of ``b``'s cluster. Computed in blocks of
+    test points (``BLOCK_BYTES`` per block of distances).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Training inputs.
+    metrics : ndarray of shape (C, d, d)
+        One PSD metric per cluster.
+    clusters : ndarray of int, shape (n,)
+        Cluster ``0..C-1`` of each training point.
+    X_test : ndarray of shape (m, d)
+        Test inputs.
+    n_neighbors : int
+        Neighbours to return, in ``[1, n]``.
+
+    Returns
+    -------
+    indices : ndarray of int, shape (m, n_neighbors)
+        Training indices, nearest first.
+
+    Raises
+    ------
+    ValueError
+        If ``n_neighbors`` is outside ``[1, n]``.
+
+    Examples
+    --------
+    Two clusters on a line; the second one's metric shrinks distances to its points:
+
+    >>> import numpy as np
+    >>> from fast_solver import cluster_neighbors
+    >>> X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    >>> clusters = np.array([0, 0, 1, 1])
+    >>> cluster_neighbors(X, np.stack([np.eye(1), np.eye(1)]), clusters, np.array([[5.2]]), 2)
+    array([[1, 2]])
+    >>> cluster_neighbors(X, np.stack([np.eye(1), 0.01 * np.eye(1)]), clusters, np.array([[5.2]]), 2)
+    array([[2, 3]])
+    """
     n = len(X)
     if not 1 <= n_neighbors <= n:
         raise ValueError(f"n_neighbors must lie in [1, {n}] (the training points), got {n_neighbors}.")
@@ -49,9 +89,10 @@ def cluster_neighbors(X, metrics, clusters, X_test, n_neighbors: int) -> np.ndar
 
 
 class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
-    """Multi-metric LMNN (Weinberger & Saul, JMLR 2009, sec. 5.2) and its k-NN rule.
+    """Multi-metric LMNN with a certified stop and its k-NN rule.
 
-    Learns one metric per cluster by minimising eq. 16's objective with the
+    Implements sec. 5.2 of Weinberger & Saul (JMLR 2009). Learns one metric per
+    cluster by minimising eq. 16's objective with the
     certified solver of ``fast_solver.lmnn.solver``, started from the global LMNN
     optimum, and classifies by majority vote of the ``n_neighbors`` nearest
     training points under ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``.
@@ -72,6 +113,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     tol : float, default=1e-6
         Certified relative gap at which each solve stops.
     search : {"auto", "blockwise", "balltree"}, default="auto"
+        Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
         Print one row per continuation stage of the multi-metric solve.
     random_state : int, RandomState instance or None, default=None
@@ -80,11 +122,13 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     metrics_ : ndarray of shape (n_clusters, n_features, n_features)
+        The learned PSD metric of each cluster.
     clusters_ : ndarray of int, shape (n_samples,)
         Cluster of each training point.
     kmeans_ : KMeans or None
         The clustering, when ``clusters`` is an int.
     classes_ : ndarray of shape (n_classes,)
+        The class labels.
     objective_, lower_bound_ : float
         Eq. 16's objective at ``metrics_`` and a rigorous lower bound on its optimum.
     converged_ : bool
@@ -94,6 +138,27 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     global_result_, result_ : FastLMNNResult
         The global LMNN solve (the start) and the multi-metric solve.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    LMNN : One metric for all points.
+    cluster_neighbors : The k-NN search under eq. 16's distances.
+    EnergyClassifier : Classification by energy, which also accepts this learner.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import MultiMetricLMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> mm = MultiMetricLMNN(k=3).fit(X, y)
+    >>> mm.converged_, mm.metrics_.shape
+    (True, (3, 4, 4))
+    >>> bool(mm.objective_ <= mm.global_result_.upper)
+    True
+    >>> mm.predict(X[[0, 10, 20]])
+    array([0, 1, 2])
     """
 
     _parameter_constraints: dict = {
@@ -122,7 +187,40 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn one metric per cluster from ``X`` (n_samples, n_features) and ``y`` (n_samples,)."""
+        """Learn one metric per cluster, starting from the global LMNN optimum.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes, each with at least ``k + 1`` points.
+
+        Returns
+        -------
+        self : MultiMetricLMNN
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class, a class has ``k`` points or fewer, or k-means
+            finds fewer distinct clusters than ``clusters``.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If the multi-metric solve ends before its certified gap reaches ``tol``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import MultiMetricLMNN
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mm = MultiMetricLMNN(clusters=2, random_state=0).fit(X[::5], y[::5])
+        >>> mm.metrics_.shape, mm.clusters_.shape
+        ((2, 4, 4), (30,))
+        """
         problem = labelled_problem(self, X, y)
         self.classes_ = problem.classes
         self.clusters_, self.kmeans_ = self._clusters(problem)
@@ -138,8 +236,27 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """Majority vote of the ``n_neighbors`` nearest training points under eq. 16's
-        distances; shape (n_samples,)."""
+        """Return the majority vote of the nearest training points under eq. 16's distances.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The most frequent label among the ``n_neighbors`` nearest training points
+            (``cluster_neighbors``); ties go to the first of ``classes_``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import MultiMetricLMNN
+        >>> X, y = load_iris(return_X_y=True)
+        >>> MultiMetricLMNN().fit(X[::5], y[::5]).predict(X[[0, 50, 100]])
+        array([0, 1, 2])
+        """
         X = fitted_inputs(self, X)
         X_train, codes = self._training
         votes = codes[cluster_neighbors(X_train, self.metrics_, self.clusters_, X, self.n_neighbors)]
@@ -148,8 +265,29 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(counts, axis=1)]
 
     def test_clusters(self, X) -> np.ndarray | None:
-        """The k-means cluster of each row of ``X`` (m,), or None when the clusters are the
-        classes (a test point then belongs to the cluster of its hypothetical label)."""
+        """Return the cluster of each test point, for energy classification.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        clusters : ndarray of int, shape (n_samples,) or None
+            The k-means cluster of each row of ``X``, or None when the clusters are the
+            classes (a test point then belongs to the cluster of its hypothetical label,
+            as in ``EnergyClassifier``).
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import MultiMetricLMNN
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mm = MultiMetricLMNN(clusters=2, random_state=0).fit(X[::5], y[::5])
+        >>> mm.test_clusters(X[:2]).shape
+        (2,)
+        """
         X = fitted_inputs(self, X)
         return None if self.kmeans_ is None else self.kmeans_.predict(X).astype(np.intp)
 

@@ -11,9 +11,9 @@ certified solve of its own problem (``fast_solver.solve``).
 ``RANK_RTOL`` of the largest taken as zero (zero rows, so ``L_p`` stays (d, d)). Without
 the cut, the rounding eigenvalues (~1e-17 of the largest) of a rank-deficient ``M_p`` leave
 directions of relative size ~1e-8 in the mapped inputs, which the next pass's whitening
-scales back to full size, so rounding decides the next problem (standardized wine,
-mu = 0.5: pass 2 ended uncertified, gap 1, after 41 s). With the cut the rank of ``A_p``
-never grows, as in exact arithmetic (a product has at most the rank of each factor).
+scales back to full size, so rounding decides the next problem
+(docs/design/fast-lmnn-solver.md, "Multi-pass LMNN: the rank cut"). With the cut the rank of
+``A_p`` never grows, as in exact arithmetic (a product has at most the rank of each factor).
 
 Eq. 14 on inputs ``A x`` with metric ``M'`` is eq. 14 on ``x`` with ``A^T M' A``. The
 passes stop after ``max_passes``; with ``stop="targets"`` as soon as the targets repeat
@@ -132,18 +132,23 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
                     tol: float = 1e-6,
                     callback: Callable[[int, FastLMNNResult, int | None], None] | None = None,
                     **options) -> MultiPassResult:
-    """Multi-pass LMNN on ``problem`` (module docstring).
+    """Run multi-pass LMNN: re-choose the targets under the learned map and solve again.
+
+    Implements sec. 5.1 of Weinberger & Saul (JMLR 2009): pass 1 solves eq. 14 on
+    ``problem``; each later pass maps the inputs by the composed transformation
+    ``A_p = L_p ... L_1``, takes the ``k`` nearest same-class points there as
+    targets, and solves eq. 14 again with ``solve`` (module docstring).
 
     Parameters
     ----------
     problem : LMNNProblem
         The inputs, labels, ``mu`` and the targets of pass 1.
-    max_passes : int >= 1
+    max_passes : int >= 1, default=5
         Largest number of passes, each a full certified solve.
-    stop : {"targets", "passes"}
+    stop : {"targets", "passes"}, default="targets"
         Stop when the targets repeat, or run ``max_passes`` passes; either way a
         collapsed map stops the passes.
-    tol : float
+    tol : float, default=1e-6
         Certified relative gap of every pass; squared distances within
         ``max(tol, TIE_RTOL)`` (relative) are ties when the targets are re-chosen.
     callback : callable, optional
@@ -151,6 +156,37 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
         whose target set differs from the previous pass's, or None for pass 1)``.
     **options
         Passed to every ``fast_solver.solve`` (``max_iter``, ``search``, ``progress``, ...).
+
+    Returns
+    -------
+    result : MultiPassResult
+        The composed transformation ``components`` (d, d), each pass's certified
+        solve and targets, and why the passes stopped (``status``).
+
+    Raises
+    ------
+    ValueError
+        If ``max_passes`` is not an integer >= 1 or ``stop`` is not a stop rule.
+
+    See Also
+    --------
+    MultiPassLMNN : The scikit-learn estimator over this function.
+    solve : The certified solve of each pass.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> from fast_solver import solve_multipass
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3)
+    >>> result = solve_multipass(problem, max_passes=2, stop="passes")
+    >>> result.n_passes, result.converged
+    (2, True)
+    >>> result.components.shape, result.targets[1].shape
+    ((4, 4), (30, 3))
+    >>> round(result.passes[0].upper, 1)
+    14.7
     """
     _check_options(max_passes, stop)
     start = time.perf_counter()
@@ -263,12 +299,19 @@ def _check_options(max_passes, stop) -> None:
 
 
 class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
-    """Multi-pass LMNN (Weinberger & Saul, JMLR 2009, sec. 5.1).
+    """Multi-pass LMNN: target neighbours re-chosen under the learned metric.
+
+    Implements sec. 5.1 of Weinberger & Saul (JMLR 2009) with ``solve_multipass``:
+    every pass is a certified solve of eq. 14 on the inputs mapped by the passes
+    before it, with the ``k`` nearest same-class points there as targets.
+    ``transform`` applies the composed map ``A = L_p ... L_1``.
 
     Parameters
     ----------
     k : int, default=3
+        Target neighbours per point.
     mu : float in [0, 1], default=0.5
+        Weight of the push term; the pull term has ``1 - mu``.
     max_passes : int, default=5
         Largest number of passes.
     stop : {"targets", "passes"}, default="targets"
@@ -278,6 +321,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     tol : float, default=1e-6
         Certified relative gap of each pass.
     search : {"auto", "blockwise", "balltree"}, default="auto"
+        Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
         If positive, print one row per pass (targets changed, Newton iterations,
         bounds, gap, seconds).
@@ -287,13 +331,34 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     components_ : ndarray of shape (n_features, n_features)
         The composed ``L``; ``transform(X) = X @ components_.T``.
     metric_ : ndarray of shape (n_features, n_features)
+        ``components_.T @ components_``.
     n_passes_ : int
+        Passes run.
     n_iter_ : int
         Newton iterations over all passes.
     converged_ : bool
         The passes stopped by their rule and each pass converged (``result_.status``).
     result_ : MultiPassResult
+        Everything ``solve_multipass`` returned.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    LMNN : A single pass.
+    solve_multipass : The function behind ``fit``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import MultiPassLMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> mp = MultiPassLMNN(k=3, max_passes=2, stop="passes").fit(X, y)
+    >>> mp.converged_, mp.n_passes_, mp.components_.shape
+    (True, 2, (4, 4))
+    >>> mp.transform(X).shape
+    (30, 4)
     """
 
     _parameter_constraints: dict = {
@@ -320,7 +385,39 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn the composed transformation from ``X`` (n_samples, n_features) and ``y``."""
+        """Learn the composed transformation of the passes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes, each with at least ``k + 1`` points.
+
+        Returns
+        -------
+        self : MultiPassLMNN
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class, or a class has ``k`` points or fewer.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If some pass ends before its certified gap reaches ``tol``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import MultiPassLMNN
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mp = MultiPassLMNN(max_passes=3, stop="passes").fit(X[::5], y[::5])
+        >>> mp.n_passes_, len(mp.result_.passes)
+        (3, 3)
+        """
         result = solve_multipass(labelled_problem(self, X, y), max_passes=self.max_passes,
                                  stop=self.stop, max_iter=self.max_iter, tol=self.tol,
                                  search=self.search, callback=_pass_table() if self.verbose else None)

@@ -103,11 +103,19 @@ def solve(
     callback: Callable[[Stage], None] | None = None,
     progress: bool = False,
 ) -> FastLMNNResult:
-    """Minimise eq. 14 and prove how close the answer is (module docstring).
+    """Minimise the LMNN objective and prove how close the answer is.
+
+    Minimises eq. 14 of Weinberger & Saul (JMLR 2009) over positive semidefinite
+    metrics, or with ``clusters`` the multi-metric objective of sec. 5.2 (eq. 16),
+    by smoothed-hinge continuation with trust-region Newton steps (the module
+    docstring; it replaces the sub-gradient method of Appendix A). The result is
+    ``converged`` only when a rigorous dual lower bound proves the relative gap at
+    most ``tol``.
 
     Parameters
     ----------
     problem : LMNNProblem
+        Inputs, labels, target neighbours and ``mu``.
     M0 : array-like of shape (d, d) or (C, d, d), optional
         PSD starting metric(s). For LMNN the Euclidean one by default, rescaled by
         its best multiple on a sample (``fast_solver.lmnn.start``).
@@ -117,22 +125,60 @@ def solve(
     clusters : array-like of int, shape (n,), optional
         Cluster of each point (``0..C-1``, every cluster used): one metric per
         cluster (multi-metric LMNN, eq. 16). ``None`` solves LMNN.
-    tol : float
+    tol : float, default=1e-6
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
-    max_iter : int
+    max_iter : int, default=1000
         Budget of Newton iterations over all stages.
-    band : float >= 0
+    band : float >= 0, default=0.5
         Slack of the working set: pairs within ``max_j D(i, j) + 1 + band``.
-    search : {"auto", "blockwise", "balltree"}
+    search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
     callback : callable, optional
         Called with a ``Stage`` after every stage.
-    progress : bool
+    progress : bool, default=False
         Show a tqdm bar over the Newton iterations.
 
     Returns
     -------
-    FastLMNNResult
+    result : FastLMNNResult
+        The metric (d, d), or one per cluster (C, d, d), with its certificate:
+        ``upper`` (the objective at the metric), ``lower``, ``relative_gap``,
+        ``converged`` and the solver's counters.
+
+    Raises
+    ------
+    ValueError
+        If ``tol``, ``max_iter``, ``band`` or ``search`` is invalid, or ``M0`` is not
+        PSD, is zero or has the wrong shape.
+
+    See Also
+    --------
+    LMNN : The scikit-learn estimator over this solver.
+    solve_multipass : Passes of this solver with re-chosen targets (sec. 5.1).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> from fast_solver import solve
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3, mu=0.5)
+    >>> result = solve(problem, tol=1e-6)
+    >>> result.converged, result.metric.shape
+    (True, (4, 4))
+    >>> bool(result.relative_gap <= 1e-6)
+    True
+    >>> round(result.upper, 1)
+    14.7
+
+    One metric per class (eq. 16), started from the LMNN optimum (the default
+    start, given here so that it is not solved again):
+
+    >>> multi = solve(problem, result.metric, clusters=problem.label_codes)
+    >>> multi.converged, multi.metric.shape
+    (True, (3, 4, 4))
+    >>> bool(multi.upper <= result.upper)
+    True
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)

@@ -12,13 +12,9 @@ update is ``Omega <- Omega - lambda Gamma`` (eq. 5); the gradient in ``Omega`` i
 ``Gamma K``. Here L-BFGS runs on ``Omega`` with that gradient
 (``fast_solver.low_rank.solver``), and a new point maps to ``Omega k(X_train, x)``.
 
-With an RBF kernel the training eq. 14 can be driven towards 0 (Ionosphere, 245
-training rows, 34 components: 0.001 after 3,000 L-BFGS iterations in coordinates
-whitened by ``K``), so the iteration budget regularises, as the paper's
-early-stopped steepest descent did. In ``Omega`` L-BFGS moves slowly along the
-small eigenvalues of ``K``: on the same split eq. 14 was 880, 606, 336 and 156
-after 100, 300, 1,000 and 3,000 iterations, and the 3-NN test error 6.6, 6.6, 7.5
-and 7.5%.
+With an RBF kernel the training eq. 14 can be driven towards 0, so the iteration budget
+``max_iter`` regularises, as the paper's early-stopped steepest descent did
+(docs/design/low-rank.md, "Kernel LMCA").
 
 Memory is bounded in ``n``: the training kernel matrix is kept only when its
 ``8 n^2`` bytes fit ``kernel_memory`` (default ``KERNEL_MEMORY``, 256 MiB, so up
@@ -133,28 +129,70 @@ def solve_kernel_lmca(
     callback=None,
     report=None,
 ) -> LMCAResult:
-    """Minimise eq. 14 over ``Omega`` (n_components, n) of ``L = Omega Phi`` (module docstring).
+    """Minimise the LMNN objective over a low-rank map of a kernel feature space.
+
+    Kernel LMCA (Torresani & Lee, NIPS 2006, sec. 3): eq. 14 of Weinberger & Saul
+    (JMLR 2009) in the feature space of ``kernel``, over maps ``L = Omega Phi``
+    (Lemma 3.1), with the embedding ``Z = K Omega^T``; L-BFGS on ``Omega`` with the
+    gradient ``Gamma K`` of eq. 4 (module docstring). Not convex: the answer is a
+    stationary point, not certified.
 
     Parameters
     ----------
     problem : LMNNProblem
         Its inputs ``X`` are mapped by ``kernel``; targets as in ``problem``.
     kernel : Kernel
+        The kernel function (``fast_solver.low_rank.kernel_lmca.make_kernel``).
     n_components : int, optional
         Rows of ``Omega`` (default ``d``, the paper's setting for low-dimensional data).
-    init : {"kpca", "random"} or ndarray of shape (n_components, n)
+    init : {"kpca", "random"} or ndarray of shape (n_components, n), default="kpca"
         ``initial_coefficients``; the paper starts at kernel PCA.
-    hinge, tol, max_iter, callback, report
-        As in ``fast_solver.low_rank.solver.minimise``; ``callback(Omega, n_iter)``.
-    random_state : int, RandomState instance or None
+    hinge : {"linear", "smooth"}, default="linear"
+        eq. 14's hinge (by continuation) or the paper's smooth hinge.
+    tol : float, default=1e-5
+        L-BFGS stops when the objective falls by at most ``tol`` (relative) over 10
+        iterations; also the continuation's tolerance.
+    max_iter : int, default=1000
+        Budget of L-BFGS iterations over all stages.
+    random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``.
-    kernel_memory : int
+    kernel_memory : int, default=KERNEL_MEMORY
         Bytes the training kernel matrix may take (else blockwise products).
+    callback : callable, optional
+        ``callback(Omega, n_iter)`` after every L-BFGS iteration.
+    report : callable, optional
+        Called with a ``LowRankStage`` after every smoothing stage.
 
     Returns
     -------
-    LMCAResult
-        ``components`` is ``Omega`` (n_components, n); ``embedding`` is ``K Omega^T``.
+    result : LMCAResult
+        ``components`` is ``Omega`` (n_components, n); ``embedding`` is ``K Omega^T``
+        (n, n_components); ``objective`` is eq. 14 there.
+
+    Raises
+    ------
+    ValueError
+        If ``n_components``, ``init`` or ``hinge`` is invalid.
+
+    See Also
+    --------
+    KernelLMCA : The scikit-learn estimator over this function.
+    solve_lmca : The linear version.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> from fast_solver import solve_kernel_lmca
+    >>> from fast_solver.low_rank.kernel_lmca import make_kernel
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3)
+    >>> kernel = make_kernel("rbf", n_features=4)  # gamma = 1 / 4
+    >>> result = solve_kernel_lmca(problem, kernel, n_components=2, max_iter=50)
+    >>> result.components.shape, result.embedding.shape
+    ((2, 30), (30, 2))
+    >>> result.status, result.n_iter
+    ('max_iter', 50)
     """
     K = TrainingKernel(kernel, problem.X, kernel_memory)
     Omega0 = initial_coefficients(problem, K, n_components, init, random_state)
@@ -186,8 +224,7 @@ def initial_coefficients(problem: LMNNProblem, K: TrainingKernel, n_components: 
 def _kernel_pca(K: TrainingKernel, r: int) -> np.ndarray:
     """Rows ``u_c / sqrt(s_c)`` (r, n) of the leading eigenpairs of ``H K H`` (``H`` the
     centring): dense when ``K`` is kept and ``n <= DENSE_KPCA_ROWS``, else by Lanczos on the
-    products ``K V`` (letters, n = 14,000: a dense ``eigh`` ran past 10 minutes, Lanczos on
-    the kept matrix took 62 products, 9.5 s)."""
+    products ``K V`` (docs/design/low-rank.md, "Kernel LMCA")."""
     n = len(K.X)
     if K.matrix is not None and n <= DENSE_KPCA_ROWS:
         Kc = K.matrix - K.matrix.mean(axis=0) - K.matrix.mean(axis=1)[:, None] + K.matrix.mean()
@@ -227,9 +264,9 @@ def kernel_transform(kernel: Kernel, X_train: np.ndarray, Omega: np.ndarray, X: 
 
 
 class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Kernel Large Margin Component Analysis (Torresani & Lee 2006, sec. 3).
+    """Kernel Large Margin Component Analysis: LMNN at low rank in a kernel feature space.
 
-    Learns ``Omega`` (n_components, n_samples) of the feature-space map ``L = Omega Phi``
+    Implements Torresani & Lee (NIPS 2006, sec. 3). Learns ``Omega`` (n_components, n_samples) of the feature-space map ``L = Omega Phi``
     minimising eq. 14 (``solve_kernel_lmca``); ``transform(X) = k(X, X_fit_) Omega^T``.
     Not convex: a local answer (``result_`` tells how it stopped).
 
@@ -238,6 +275,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     n_components : int, default=None
         Dimension of the embedding; None means ``n_features`` (the paper's setting).
     kernel : {"rbf", "poly"}, default="rbf"
+        ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0)^degree``.
     gamma : float or "scale", default=None
         Kernel coefficient; None means ``1 / n_features`` (scikit-learn's kernel functions),
         "scale" ``1 / (n_features X.var())`` (scikit-learn's SVC: inputs of any units).
@@ -245,11 +283,29 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         Degree of the polynomial kernel.
     coef0 : float, default=1
         Constant of the polynomial kernel.
-    k, mu, hinge, max_iter, tol, warm_start, callback, verbose, random_state
-        As in ``fast_solver.low_rank.lmca.LMCA`` (``callback(Omega, n_iter)``; ``warm_start``
-        needs the same training points).
+    k : int, default=3
+        Target neighbours per point (nearest same-class points, Euclidean).
+    mu : float in [0, 1], default=0.5
+        Weight of the push term; the pull term has ``1 - mu``.
     init : {"kpca", "random"} or ndarray of shape (n_components, n_samples), default="kpca"
         Starting ``Omega``; the paper starts at kernel PCA.
+    hinge : {"linear", "smooth"}, default="linear"
+        eq. 14's hinge (by smoothing continuation) or the paper's smooth hinge.
+    max_iter : int, default=1000
+        Budget of L-BFGS iterations; with an RBF kernel it regularises, since the
+        training objective can be driven towards 0.
+    tol : float, default=1e-5
+        Relative decrease over 10 L-BFGS iterations at which L-BFGS stops; the
+        continuation's tolerance.
+    warm_start : bool, default=False
+        Start from the previous ``dual_coef_`` (``init`` and ``n_components`` are then
+        ignored); needs the same training points.
+    callback : callable, default=None
+        ``callback(Omega, n_iter)`` after every L-BFGS iteration.
+    verbose : int, default=0
+        If positive, print one row per smoothing stage.
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``init="random"``.
     kernel_memory : int, default=256
         MiB the training kernel matrix may take; above it every product is blockwise.
 
@@ -263,9 +319,35 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         The training points mapped, ``K Omega^T``.
     objective_ : float
         eq. 14 (linear hinge) at ``dual_coef_``.
+    kernel_ : Kernel
+        The kernel function with the ``gamma`` used.
     n_iter_ : int
+        L-BFGS iterations run.
     result_ : LMCAResult
+        Everything ``solve_kernel_lmca`` returned.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    LMCA : The linear version.
+    solve_kernel_lmca : The function behind ``fit``.
+
+    Examples
+    --------
+    With a linear kernel, kernel LMCA learns a linear map of the inputs:
+
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import KernelLMCA
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> klmca = KernelLMCA(n_components=2, kernel="poly", degree=1, coef0=0).fit(X, y)
+    >>> klmca.dual_coef_.shape, klmca.embedding_.shape
+    ((2, 30), (30, 2))
+    >>> klmca.transform(X[:5]).shape
+    (5, 2)
+    >>> klmca.result_.status != "max_iter"
+    True
     """
 
     _parameter_constraints: dict = {
@@ -309,7 +391,46 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn ``Omega`` from ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        """Learn the coefficients ``Omega`` minimising eq. 14 in the feature space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs; ``transform`` evaluates the kernel against them.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes, each with at least ``k + 1`` points.
+
+        Returns
+        -------
+        self : KernelLMCA
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class, a class has ``k`` points or fewer, or
+            ``warm_start`` continues from a fit on another number of points.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If L-BFGS spends ``max_iter`` iterations before stopping by ``tol``.
+
+        Examples
+        --------
+        With an RBF kernel the budget ``max_iter`` ends the fit:
+
+        >>> import warnings
+        >>> from sklearn.datasets import load_iris
+        >>> from sklearn.exceptions import ConvergenceWarning
+        >>> from fast_solver import KernelLMCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", ConvergenceWarning)
+        ...     klmca = KernelLMCA(n_components=2, max_iter=50).fit(X[::5], y[::5])
+        >>> klmca.n_iter_, klmca.result_.status
+        (50, 'max_iter')
+        """
         problem = labelled_problem(self, X, y)
         gamma = self.gamma
         if gamma == "scale":
@@ -338,7 +459,32 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return self
 
     def transform(self, X):
-        """``k(X, X_fit_) Omega^T``: inputs in the learned space, shape (n_samples, n_components)."""
+        """Map inputs into the learned space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real inputs with the features seen in ``fit``.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            ``k(X, X_fit_) Omega^T``, computed in blocks.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import KernelLMCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> X, y = X[::5], y[::5]
+        >>> klmca = KernelLMCA(n_components=2, kernel="poly", degree=1, coef0=0).fit(X, y)
+        >>> Z = klmca.transform(X)
+        >>> Z.shape
+        (30, 2)
+        >>> bool(np.allclose(Z, klmca.embedding_))
+        True
+        """
         return kernel_transform(self.kernel_, self.X_fit_, self.dual_coef_, fitted_inputs(self, X))
 
     @property

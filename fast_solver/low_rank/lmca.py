@@ -54,26 +54,66 @@ def solve_lmca(
     callback=None,
     report=None,
 ) -> LMCAResult:
-    """Minimise eq. 14 over ``L`` of shape (n_components, d) (module docstring).
+    """Minimise the LMNN objective over a rectangular linear map (LMCA).
+
+    Low-rank LMNN (Weinberger & Saul, JMLR 2009, sec. 5.4) and Large Margin
+    Component Analysis (Torresani & Lee, NIPS 2006, eq. 1-2): eq. 14 with
+    ``D(x_i, x_j) = |L (x_i - x_j)|^2`` over ``L`` of shape (n_components, d), by
+    L-BFGS on an exact working set (module docstring). Not convex: the answer is a
+    stationary point, not certified; ``price_of_rank`` bounds what it costs.
 
     Parameters
     ----------
     problem : LMNNProblem
+        Inputs, labels, target neighbours and ``mu``.
     n_components : int, optional
         Rows of ``L``, at most ``d``; default ``d``.
-    init : {"pca", "lda", "identity", "random"} or ndarray of shape (n_components, d)
+    init : {"pca", "lda", "identity", "random"} or ndarray of shape (n_components, d), default="pca"
         ``initial_map``; the paper starts at PCA.
-    hinge : {"linear", "smooth"}
+    hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by continuation) or the paper's smooth hinge.
-    tol, max_iter, callback, report
-        As in ``fast_solver.low_rank.solver.minimise``; ``callback(L, n_iter)``.
-    random_state : int, RandomState instance or None
+    tol : float, default=1e-5
+        L-BFGS stops when the objective falls by at most ``tol`` (relative) over 10
+        iterations; also the continuation's tolerance.
+    max_iter : int, default=1000
+        Budget of L-BFGS iterations over all stages.
+    random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``.
+    callback : callable, optional
+        ``callback(L, n_iter)`` after every L-BFGS iteration.
+    report : callable, optional
+        Called with a ``LowRankStage`` after every smoothing stage.
 
     Returns
     -------
-    LMCAResult
-        ``components`` is ``L`` (n_components, d); ``embedding`` is ``X_c L^T``.
+    result : LMCAResult
+        ``components`` is ``L`` (n_components, d); ``embedding`` is ``X_c L^T``
+        (n, n_components); ``objective`` is eq. 14 at ``L``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_components``, ``init`` or ``hinge`` is invalid, or the starting map
+        sends every point to the same point.
+
+    See Also
+    --------
+    LMCA : The scikit-learn estimator over this function.
+    price_of_rank : How far each fit can be from the full-rank optimum.
+    solve_kernel_lmca : The kernel version.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> from fast_solver import solve_lmca
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3)
+    >>> result = solve_lmca(problem, n_components=2)
+    >>> result.components.shape, result.embedding.shape
+    ((2, 4), (30, 2))
+    >>> result.status != "max_iter"  # L-BFGS stopped by tol, not by the budget
+    True
     """
     L0 = initial_map(problem, n_components, init, random_state)
     T, T_inverse = pull_whitening(problem)
@@ -87,8 +127,7 @@ def solve_lmca(
 def pull_whitening(problem: LMNNProblem) -> tuple[np.ndarray, np.ndarray]:
     """``(T (d, m), T^+ (m, d))``: coordinates ``X_c T`` of the data range (rank ``m``) in which
     the pull matrix is the identity; L-BFGS runs on ``A = L T^{+T}`` (``L = A T^T``), so its
-    steps do not depend on the units of the features (digits, 400 rows, r = 2: 107 L-BFGS
-    iterations against 535 on the raw pixels, eq. 14 9,780 and 9,782).
+    steps do not depend on the units of the features (docs/design/low-rank.md, "Pull whitening").
 
     Unlike ``lmnn_sdp.core.whitening``, which drops the null space of a singular pull matrix
     (the full-rank solver pushes it out at no cost afterwards), its eigenvalues are raised to
@@ -143,14 +182,57 @@ def lmca_loss(problem: LMNNProblem, L, width: float = 0.0) -> tuple[float, np.nd
 def price_of_rank(problem: LMNNProblem, results: Sequence[LMCAResult], *,
                   full_rank: FastLMNNResult | None = None, tol: float = 1e-4,
                   max_iter: int = 1000) -> tuple[list[LMCAResult], FastLMNNResult]:
-    """``results`` with ``price_of_rank = (eps(L^T L) - lower_full) / lower_full`` set, and
-    the full-rank certified solve that gave ``lower_full`` (``fast_solver.solve`` to
-    ``tol``, run once unless ``full_rank`` is given).
+    """Bound how much the rank and the local search cost each low-rank fit.
 
-    ``lower_full`` bounds the optimum of every rank from below, so each price is
-    ``>= 0`` (up to rounding) and bounds from above how far the fit is from the full-rank
-    optimum; a price of 0 says the rank cost nothing. (When ``lower_full = 0`` the price is
-    0 for a zero objective and infinite otherwise.)"""
+    Low-rank LMNN (Weinberger & Saul, JMLR 2009, sec. 5.4) is not convex, but its
+    optimum at every rank is at least the full-rank optimum of eq. 14, which
+    ``solve`` bounds from below by a certified ``lower_full``. Each result gets
+    ``price_of_rank = (eps(L^T L) - lower_full) / lower_full``: ``>= 0`` (up to
+    rounding), an upper bound on the relative distance of the fit from the
+    full-rank optimum; 0 says the rank cost nothing. When ``lower_full = 0`` the
+    price is 0 for a zero objective and infinite otherwise.
+
+    Parameters
+    ----------
+    problem : LMNNProblem
+        The problem the results were fitted on.
+    results : sequence of LMCAResult
+        LMCA fits of ``problem`` (``components`` of shape (r, d)).
+    full_rank : FastLMNNResult, optional
+        A certified full-rank solve of ``problem``; by default ``solve`` runs once.
+    tol : float, default=1e-4
+        Certified relative gap of that solve.
+    max_iter : int, default=1000
+        Newton iterations of that solve.
+
+    Returns
+    -------
+    priced : list of LMCAResult
+        Copies of ``results`` with ``price_of_rank`` set.
+    full_rank : FastLMNNResult
+        The full-rank solve that gave ``lower_full``.
+
+    Raises
+    ------
+    ValueError
+        If a result's components do not have ``d`` columns (kernel LMCA results).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> from fast_solver import price_of_rank, solve_lmca
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3)
+    >>> fits = [solve_lmca(problem, n_components=r) for r in (1, 2)]
+    >>> priced, full = price_of_rank(problem, fits)
+    >>> full.converged
+    True
+    >>> [bool(fit.price_of_rank >= -1e-9) for fit in priced]
+    [True, True]
+    >>> bool(priced[1].price_of_rank < 0.01)  # rank 2 costs nothing here
+    True
+    """
     for result in results:
         if result.components.shape[1] != problem.n_features:
             raise ValueError(f"a result has components of shape {result.components.shape}; the price "
@@ -192,9 +274,10 @@ def check_init_array(init: np.ndarray, shape: tuple, name: str = "init") -> np.n
 
 
 class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimator):
-    """Large Margin Component Analysis / low-rank LMNN (Torresani & Lee 2006; JMLR 2009 sec. 5.4).
+    """Large Margin Component Analysis: LMNN over a low-rank linear map.
 
-    Learns ``L`` (n_components, n_features) minimising eq. 14 in ``D = |L (x_i - x_j)|^2``
+    Implements Torresani & Lee (NIPS 2006, eq. 1-2) and low-rank LMNN (Weinberger &
+    Saul, JMLR 2009, sec. 5.4). Learns ``L`` (n_components, n_features) minimising eq. 14 in ``D = |L (x_i - x_j)|^2``
     by L-BFGS (``solve_lmca``); not convex, so a local answer: ``result_`` tells how it
     stopped, and ``price_of_rank`` measures it against the certified full-rank optimum.
 
@@ -231,8 +314,31 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
     objective_ : float
         eq. 14 (linear hinge) at ``components_``.
     n_iter_ : int
+        L-BFGS iterations run.
     result_ : LMCAResult
+        Everything ``solve_lmca`` returned.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    LMNN : The full-rank, certified problem.
+    KernelLMCA : LMCA in a kernel feature space.
+    price_of_rank : How far a fit can be from the full-rank optimum.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import LMCA
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> lmca = LMCA(n_components=2, k=3).fit(X, y)
+    >>> lmca.components_.shape
+    (2, 4)
+    >>> lmca.transform(X).shape
+    (30, 2)
+    >>> lmca.result_.status != "max_iter"
+    True
     """
 
     _parameter_constraints: dict = {
@@ -265,7 +371,40 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn ``L`` from ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        """Learn the low-rank map ``L`` minimising eq. 14.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes, each with at least ``k + 1`` points.
+
+        Returns
+        -------
+        self : LMCA
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class, a class has ``k`` points or fewer, or
+            ``n_components`` exceeds ``n_features``.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If L-BFGS spends ``max_iter`` iterations before stopping by ``tol``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import LMCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> lmca = LMCA(n_components=1, init="lda").fit(X[::5], y[::5])
+        >>> lmca.components_.shape
+        (1, 4)
+        """
         problem = labelled_problem(self, X, y)
         init, n_components = self.init, self.n_components
         if self.warm_start and hasattr(self, "components_"):  # as NCA: init and n_components ignored

@@ -16,17 +16,8 @@ nothing here certifies it; the full-rank certified lower bound measures it
    was active). Within a stage the set only grows, so L-BFGS cannot cycle between
    regions whose impostors the set forgets; each stage starts on a fresh search.
    Triplets are never listed: each pair stands for the ``k`` triplets of its point,
-   and memory grows with the pairs and ``n r``.
-
-   Measured (r = 15 on Fashion-MNIST 5,000 x PCA-164, and r = 2 on 400 digits: L-BFGS
-   iterations, pairs held at the end of the first stage): growing set and drift
-   rule, 277 iterations and 343,000 pairs, digits 107 iterations; growing set, new
-   searches only when L-BFGS stops, 405 and 1.9 million (L-BFGS shrank the map on
-   the stale set until 1.8 million pairs lay within the radius), digits 516;
-   growing set, the drift rule only after 20 iterations, 308 and 1.7 million, digits
-   190; replaced sets with that rule, digits not done in 3,000 iterations (eq. 14
-   16,600 against 9,100 - 9,800), and replaced sets without it, eq. 14 swinging
-   between 15,000 and 33,000 for 3,000 iterations.
+   and memory grows with the pairs and ``n r``. The alternatives tried:
+   ``docs/design/low-rank.md``, "The working set of L-BFGS".
 2. **Hinge.** ``"smooth"``: the smooth hinge of the LMCA paper (Rennie & Srebro's,
    Huber of width ``SMOOTH_WIDTH = 1``), one stage. ``"linear"``: eq. 14's hinge by
    continuation, widths ``1, 0.1, 0.01, ...``, each stage starting at the last

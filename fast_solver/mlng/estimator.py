@@ -19,10 +19,9 @@ from lmnn_sdp.core.psd import check_psd
 
 
 class MLNG(LinearMetricTransformer, BaseEstimator):
-    """Metric learning by neighbourhood gerrymandering (Trivedi, McAllester & Shakhnarovich,
-    NIPS 2014).
+    """Metric learning by neighbourhood gerrymandering (MLNG).
 
-    Minimises eq. 10, ``||W||_F^2 + C sum_i L_i(W)``, where ``L_i`` (eq. 5-6) is the
+    Implements Trivedi, McAllester & Shakhnarovich (NIPS 2014). Minimises eq. 10, ``||W||_F^2 + C sum_i L_i(W)``, where ``L_i`` (eq. 5-6) is the
     structured hinge between the best ``k``-set of other points plus its classification loss
     (Alg. 3) and the best set voting for ``y_i`` alone (Alg. 2), by projected stochastic
     gradient descent with the learning rate ``1/t`` (Alg. 1, ``fast_solver.mlng.sgd``).
@@ -33,9 +32,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
     k : int, default=3
         Neighbours per vote.
     C : float > 0, default=0.1
-        Weight of the summed surrogate loss in eq. 10. The paper tunes it on a 75/25 split
-        of the training data; 0.1 did best of 0.01..3 on letters (z-scored, 12,000 rows),
-        and 0.01-0.1 on iris and wine.
+        Weight of the summed surrogate loss in eq. 10; the paper tunes it on a 75/25 split
+        of the training data (docs/design/mlng.md, "The default C").
     loss_matrix : ndarray of shape (n_classes, n_classes) or None, default=None
         ``Lambda(r, r')``, the loss of voting ``r'`` for a point of class ``r``, classes in
         the order of ``classes_``; None is the 0-1 loss (the paper's choice).
@@ -68,10 +66,29 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         Epochs run.
     converged_ : bool
         Whether the stopping rule fired before ``max_iter`` epochs.
-    result_ : fast_solver.mlng.sgd.MLNGResult
+    result_ : MLNGResult
+        Everything ``fit_mlng`` returned.
     classes_ : ndarray of shape (n_classes,)
         The order of the rows and columns of ``loss_matrix``.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    fit_mlng : The function behind ``fit``.
+    LMNN : A convex, certified alternative.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import MLNG
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> mlng = MLNG(k=3, C=0.1, random_state=0).fit(X, y)
+    >>> mlng.converged_, mlng.metric_.shape
+    (True, (4, 4))
+    >>> mlng.transform(X).shape
+    (30, 4)
     """
 
     _parameter_constraints: dict = {
@@ -102,8 +119,39 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn the metric from inputs ``X`` (n_samples, n_features) and labels ``y``
-        (n_samples,); returns self."""
+        """Learn the metric ``W`` minimising eq. 10 by projected SGD (Alg. 1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : MLNG
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``init`` or ``loss_matrix`` has the wrong shape, or ``init`` is not PSD.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If the stopping rule has not fired after ``max_iter`` epochs.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import MLNG
+        >>> X, y = load_iris(return_X_y=True)
+        >>> mlng = MLNG(init="identity", batch_size=10, random_state=0).fit(X[::5], y[::5])
+        >>> mlng.classes_, mlng.components_.shape
+        (array([0, 1, 2]), (4, 4))
+        """
         reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check

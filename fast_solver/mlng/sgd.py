@@ -109,25 +109,66 @@ class MLNGResult:
 def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
              max_epochs: int = 100, batch_size: int = 1, tol: float = 1e-3, random_state=None,
              callback: Callable[[MLNGEpoch], None] | None = None) -> MLNGResult:
-    """Alg. 1: learn ``W`` minimising eq. 10 by projected SGD.
+    """Learn the MLNG metric ``W`` by projected stochastic gradient descent.
+
+    Alg. 1 of Trivedi, McAllester & Shakhnarovich (NIPS 2014): minimises eq. 10,
+    ``||W||_F^2 + C sum_i L_i(W)`` with the surrogate loss ``L_i`` of eq. 5-6, by
+    steps with the learning rate ``1/t`` projected onto the PSD cone (module
+    docstring).
 
     Parameters
     ----------
-    X : array of shape (n, d); labels : array of int, shape (n,)
-        Inputs and class codes ``0..R-1``.
-    k : int
+    X : array-like of shape (n, d)
+        Real inputs.
+    labels : array-like of int, shape (n,)
+        Class codes ``0..R-1``.
+    k : int, default=3
         Neighbours per vote.
-    C : float > 0
+    C : float > 0, default=0.1
         Weight of the summed surrogate loss in eq. 10.
     loss_matrix : array of shape (R, R), optional
         ``Lambda`` (sec. 3); default the 0-1 loss.
     W0 : array of shape (d, d), optional
         Starting PSD metric; default zero (Alg. 1).
-    max_epochs, batch_size, tol, random_state
-        Passes over the data, points per step, the relative fall of the epoch average of
-        eq. 10 below which the run stops, and the seed of the visiting order.
+    max_epochs : int, default=100
+        Largest number of passes over the data.
+    batch_size : int, default=1
+        Points per SGD step.
+    tol : float, default=1e-3
+        The run stops when the epoch average of eq. 10 falls by at most ``tol``
+        (relative) from the epoch before.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the order in which each epoch visits the points.
     callback : callable, optional
         Called with an ``MLNGEpoch`` after every epoch.
+
+    Returns
+    -------
+    result : MLNGResult
+        The metric ``W`` (d, d), its factor, eq. 10 there, whether the stopping rule
+        fired and the epochs' history.
+
+    Raises
+    ------
+    ValueError
+        If ``C``, ``max_epochs``, ``batch_size`` or ``tol`` is invalid, or ``W0`` or
+        ``loss_matrix`` does not fit the data.
+
+    See Also
+    --------
+    MLNG : The scikit-learn estimator over this function.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import fit_mlng
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = fit_mlng(X[::5], y[::5], k=3, C=0.1, random_state=0)
+    >>> result.converged, result.metric.shape
+    (True, (4, 4))
+    >>> bool(np.linalg.eigvalsh(result.metric).min() >= -1e-12)  # PSD
+    True
     """
     X = check_inputs(X)
     W0 = np.zeros((X.shape[1], X.shape[1])) if W0 is None else W0

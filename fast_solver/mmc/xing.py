@@ -16,9 +16,9 @@ method (SIAM J. Control Optim. 20, 1982): weights within ``epsilon`` of 0 whose
 derivative is positive are held at 0 and moved by a scaled gradient step, Newton's
 step moves the others, and an Armijo search runs along the projected arc
 ``max(b + t d, 0)``. A weight of 0 can hide an infinite slope: a pair that differs only
-in features of weight 0 has ``s_p = 0``, and ``sqrt`` grows without bound at 0 (iris's
-optimum keeps a weight of 1e-3 for that reason). The pass reports each weight's
-collapsed mass ``C_k = sum |w_pk|`` over such pairs; a held weight with ``C_k > 0`` is
+in features of weight 0 has ``s_p = 0``, and ``sqrt`` grows without bound at 0
+(docs/design/fast-mmc.md). The pass reports each weight's collapsed mass ``C_k = sum |w_pk|``
+over such pairs; a held weight with ``C_k > 0`` is
 first released to the minimiser ``t = (C_k / (2 f dphi_k))^2`` of its model
 ``phi + t dphi_k - sqrt(t) C_k / f``. The iteration stops when the estimated gap of
 ``lmnn_sdp.mmc.refine`` is at most ``target``, when Newton's decrement ``-grad . d``

@@ -18,9 +18,9 @@ from lmnn_sdp.status import MAX_ITER
 
 
 class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimator):
-    """Neighbourhood Components Analysis (Goldberger et al., NIPS 2004), memory-bounded.
+    """Neighbourhood Components Analysis with memory bounded in the number of points.
 
-    Maximises the expected number of correctly classified points ``f(A)`` (eq. 3) or
+    Implements Goldberger, Roweis, Hinton & Salakhutdinov (NIPS 2004). Maximises the expected number of correctly classified points ``f(A)`` (eq. 3) or
     ``g(A) = sum_i log p_i`` (eq. 6) over ``A`` (n_components, n_features) with
     L-BFGS-B; parameters named as scikit-learn's ``NeighborhoodComponentsAnalysis``.
     Distances are computed in blocks of rows within ``working_memory`` MiB, never the
@@ -61,6 +61,24 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     n_iter_ : int
         L-BFGS-B iterations run.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    minimize_nca : The function behind ``fit``.
+    nca_objective : ``f`` or ``g`` and its gradient at a given ``A``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from fast_solver import NCA
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = X[::5], y[::5]  # 10 points of each class
+    >>> nca = NCA(n_components=2, random_state=0).fit(X, y)
+    >>> nca.components_.shape, nca.transform(X).shape
+    ((2, 4), (30, 2))
+    >>> round(nca.objective_)  # f: expected correctly classified points, of 30
+    30
     """
 
     _parameter_constraints: dict = {
@@ -92,7 +110,43 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Learn ``A`` from inputs ``X`` (n_samples, n_features) and labels ``y`` (n_samples,)."""
+        """Learn the map ``A`` maximising ``f`` (eq. 3) or ``g`` (eq. 6).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two classes; for ``objective="g"`` at least two
+            points in every class.
+
+        Returns
+        -------
+        self : NCA
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` has one class, ``n_components`` exceeds ``n_features``, ``init``
+            does not fit ``X``, or ``objective="g"`` meets a class of one point.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If L-BFGS-B stops without success (e.g. after ``max_iter`` iterations).
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from fast_solver import NCA
+        >>> X, y = load_iris(return_X_y=True)
+        >>> nca = NCA(init="identity", objective="g").fit(X[::5], y[::5])
+        >>> nca.components_.shape
+        (4, 4)
+        >>> nca.objective_ <= 0  # g = sum_i log p_i
+        True
+        """
         previous = getattr(self, "components_", None) if self.warm_start else None
         X, y = labelled_inputs(self, X, y)
         result = minimize_nca(X, y, self._start(X, y, previous), objective=self.objective,
