@@ -138,9 +138,11 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
-        Scipy's result (``x``, ``fun``, ``nit``, ``success``, ``status``,
-        ``message``) with ``components``, the ``A`` found, shape (r, d), and
-        ``objective``, its ``f`` or ``g``.
+        Scipy's result (``x``, ``fun``, ``nit``, ``success``, ``message``) with
+        ``components``, the ``A`` found, shape (r, d); ``objective``, its ``f`` or
+        ``g``; ``status`` from ``lmnn_sdp.status`` ("converged", "max_iter" when L-BFGS-B
+        spent ``max_iter``, else "stalled"), ``converged``, and L-BFGS-B's own code as
+        ``solver_status``.
 
     Raises
     ------
