@@ -7,7 +7,9 @@ Build from the repository root, warnings as errors::
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -45,7 +47,6 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**
 # API reference: one page per public name, generated at build time (not committed).
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
 autodoc_typehints = "none"  # the numpydoc sections state the types
 autodoc_member_order = "bysource"
 
@@ -76,6 +77,28 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "show_memory": False,
 }
+
+OWN_PACKAGES = ("fast_solver", "lmnn_sdp", "validation")
+
+
+def skip_foreign_members(app, what, name, obj, skip, options):
+    """Class pages document the members this project defines, inherited ones included, and
+    not those of scikit-learn's bases (their docstrings refer to scikit-learn's own site)."""
+    if what != "class":
+        return None
+    if re.fullmatch(r"set_\w+_request", name):  # scikit-learn's metadata routing
+        return True
+    function = obj.fget if isinstance(obj, property) else obj
+    if inspect.isroutine(function) or isinstance(obj, property):
+        module = getattr(inspect.unwrap(function), "__module__", None) or ""
+        if module.split(".")[0] not in OWN_PACKAGES:
+            return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", skip_foreign_members)
+
 
 html_theme = "pydata_sphinx_theme"
 html_title = "lmnn-sdp"
