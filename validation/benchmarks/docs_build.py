@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             install, _, _ = timed(["python", "-m", "pip", "install", "--quiet", "-e", ".[docs]"], clone, bin_dir)
         build, log, _ = timed(["python", "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs", str(out)],
                               clone, bin_dir)
-        pages = count_pages(out)
+        pages, api = count_pages(out), len(list((out / "api" / "generated").glob("*.html")))
         executed = re.search(r"executed (\d+) out of (\d+)", log)
         examples = f"{executed[1]} of {executed[2]}" if executed else "?"
         versions = subprocess.run([str(bin_dir / "python"), "-c", "import importlib.metadata as m; print(', '.join("
@@ -60,13 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     if install is not None:
         rows += f"| install, fresh venv | `pip install -e \".[docs]\"` | {install:.0f} | exit 0 |\n"
     rows += (f"| build, from scratch | `{BUILD.format(out='OUT')}` | {build:.0f} "
-             f"| exit 0 (no warnings); {pages} pages; gallery: {examples} examples executed |\n")
+             f"| exit 0 (no warnings); {pages} pages, of which {api} API pages; gallery: {examples} examples "
+             "executed |\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "docs-build.md").write_text(
         "# Building the documentation\n\n"
         f"{provenance(command)}\n\n"
         f"A fresh clone of the commit, {'this interpreter' if args.no_venv else 'a fresh venv'}, "
-        "an empty output folder `OUT`.\n\n"
+        "an empty output folder `OUT`; pip's download cache as the machine had it.\n\n"
         f"Packages: {versions}.\n\n{rows}")
     print((RESULTS / "docs-build.md").read_text())
     return 0
