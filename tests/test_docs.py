@@ -37,6 +37,14 @@ def toctree_entries(page: str) -> list[str]:
     return entries
 
 
+def resolve(page: str, entry: str) -> str:
+    """The page a toctree entry of ``page`` names: ``Title <name>`` or ``name``, relative to
+    ``page``'s folder or, with a leading ``/``, to docs/."""
+    entry = re.sub(r"^.*<(.+)>$", r"\1", entry)
+    base = page.rpartition("/")[0]
+    return entry[1:] if entry.startswith("/") else (f"{base}/{entry}" if base else entry)
+
+
 def matches(page: str, pattern: str) -> bool:
     """Sphinx's toctree glob: ``*`` and ``?`` stop at ``/``."""
     return all(fnmatch.fnmatchcase(part, glob) for part, glob in
@@ -52,10 +60,7 @@ def reachable(pages: set[str]) -> set[str]:
         if page in seen or page not in pages:
             continue
         seen.add(page)
-        base = page.rpartition("/")[0]
-        for entry in toctree_entries(page):
-            entry = re.sub(r"^.*<(.+)>$", r"\1", entry)  # "Title <name>"
-            name = entry[1:] if entry.startswith("/") else (f"{base}/{entry}" if base else entry)
+        for name in (resolve(page, entry) for entry in toctree_entries(page)):
             todo += [p for p in pages if matches(p, name)] if any(c in name for c in "*?[") else [name]
     return seen
 
@@ -69,11 +74,10 @@ def test_every_page_is_in_a_toctree():
 def test_every_toctree_entry_exists():
     pages = source_pages()
     for page in pages:
-        base = page.rpartition("/")[0]
         for entry in toctree_entries(page):
-            if any(c in entry for c in "*?[") or entry.startswith("auto_examples/"):
+            name = resolve(page, entry)
+            if any(c in name for c in "*?[") or name.startswith("auto_examples/"):
                 continue
-            name = entry[1:] if entry.startswith("/") else (f"{base}/{entry}" if base else entry)
             assert name in pages, f"{page}: toctree entry {entry!r} is no page"
 
 
