@@ -34,18 +34,29 @@ print(f"exact, per class:  objective {exact.upper:.6f}, relative gap {exact.rela
 print(f"relative difference fast - exact: {abs(multi.objective_ - exact.upper) / exact.upper:.2e}")
 
 # %%
-# Each class's metric drawn as its unit ball, ``{z : z^T M_c z = 1}``, centred on the class.
+# The metrics' eigenvalues, and each metric drawn as its unit ball ``{z : z^T M z = 1}``.
+print("eigenvalues, one metric:", np.round(np.linalg.eigvalsh(single.get_mahalanobis_matrix()), 4))
+for c in range(2):
+    print(f"eigenvalues, class {c}:  ", np.round(np.linalg.eigvalsh(multi.metrics_[c]), 4))
+
 theta = np.linspace(0, 2 * np.pi, 200)
 circle = np.stack([np.cos(theta), np.sin(theta)])
-fig, ax = plt.subplots(figsize=(5, 3.5))
+
+
+def unit_ball(M):
+    values, vectors = np.linalg.eigh(M)
+    return vectors @ (circle / np.sqrt(np.maximum(values, 1e-12 * values.max()))[:, None])
+
+
+fig, (data, balls) = plt.subplots(1, 2, figsize=(8, 3))
 for c, colour in zip(range(2), ("tab:blue", "tab:orange")):
-    ax.scatter(*X[y == c].T, s=12, color=colour, label=f"class {c}")
-    values, vectors = np.linalg.eigh(multi.metrics_[c])
-    ball = vectors @ (circle / np.sqrt(np.maximum(values, 1e-12))[:, None])
-    scale = 0.5 / np.abs(ball).max()  # drawn to a common size: the shape is what matters
-    ax.plot(*(scale * ball), color=colour, lw=2)
-ax.set_aspect("equal")
-ax.legend(loc="upper right", fontsize=8)
-ax.set_title("Unit balls of the class metrics (scaled)")
+    data.scatter(*X[y == c].T, s=10, color=colour, label=f"class {c}")
+    balls.plot(*unit_ball(multi.metrics_[c]), color=colour, label=f"metric of class {c}")
+balls.plot(*unit_ball(single.get_mahalanobis_matrix()), "k--", label="one metric")
+data.set_title("data")
+balls.set_title("unit balls of the metrics")
+for ax in (data, balls):
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(loc="upper right", fontsize=7)
 fig.tight_layout()
 plt.show()
