@@ -9,6 +9,7 @@ gallery executed) into a temporary folder. Writes ``docs/results/docs-build.md``
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
             bin_dir = venv / "bin"
             install, _, _ = timed(["python", "-m", "pip", "install", "--quiet", "-e", ".[docs]"], clone, bin_dir)
+        load = os.getloadavg()[0]
         build, log, _ = timed(["python", "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs", str(out)],
                               clone, bin_dir)
         pages, api = count_pages(out), len(list((out / "api" / "generated").glob("*.html")))
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         "# Building the documentation\n\n"
         f"{provenance(command)}\n\n"
         f"A fresh clone of the commit, {'this interpreter' if args.no_venv else 'a fresh venv'}, "
-        "an empty output folder `OUT`; pip's download cache as the machine had it.\n\n"
+        "an empty output folder `OUT`; pip's download cache as the machine had it; load average "
+        f"{load:.1f} when the build started (the machine is shared).\n\n"
         f"Packages: {versions}.\n\n{rows}")
     print((RESULTS / "docs-build.md").read_text())
     return 0
