@@ -100,6 +100,7 @@ class MultiPassResult:
 
     @property
     def n_passes(self) -> int:
+        """Passes run."""
         return len(self.passes)
 
     @property
@@ -114,6 +115,7 @@ class MultiPassResult:
 
     @property
     def n_iter(self) -> int:
+        """Newton iterations over all passes."""
         return sum(p.n_iter for p in self.passes)
 
     @property

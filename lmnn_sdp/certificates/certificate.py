@@ -111,6 +111,7 @@ class Certificate:
 
     @property
     def kind(self) -> str:
+        """``"lmnn"`` or ``"multi-metric-lmnn"``."""
         return "lmnn" if self.clusters is None else "multi-metric-lmnn"
 
     @property

@@ -14,24 +14,33 @@ class CertifiedResult:
 
     @property
     def metric(self) -> np.ndarray:
+        """The certified metric: (d, d), or (C, d, d) for multi-metric LMNN."""
         return self.certificate.metric
 
     @property
     def upper(self) -> float:
+        """The certificate's upper bound: the objective at ``metric`` for LMNN, a bound on the
+        optimum for MMC (a maximisation)."""
         return self.certificate.upper
 
     @property
     def lower(self) -> float:
+        """The certificate's lower bound: a rigorous bound on the optimum for LMNN, the
+        objective at ``metric`` for MMC."""
         return self.certificate.lower
 
     @property
     def relative_gap(self) -> float:
+        """The certificate's gap between its bounds, relative (absolute for Xing's diagonal
+        problem); no rounding can undercut it."""
         return self.certificate.relative_gap
 
     @property
     def certified(self) -> bool:
+        """Whether the certificate proves ``relative_gap <= tol``, from its own bounds."""
         return self.certificate.certified
 
     @property
     def tol(self) -> float:
+        """The relative gap up to which the answer counts as certified."""
         return self.certificate.tol

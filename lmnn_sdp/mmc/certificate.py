@@ -148,6 +148,7 @@ class MMCCertificate:
 
     @property
     def diagonal(self) -> bool:
+        """Whether this is Xing's diagonal problem."""
         return self.problem.diagonal
 
     @property
@@ -167,10 +168,12 @@ class MMCCertificate:
 
     @property
     def upper(self) -> float:
+        """The upper side: the bound (MMC, maximised) or the objective (Xing, minimised)."""
         return self._sides()[1]
 
     @property
     def lower(self) -> float:
+        """The lower side: the objective (MMC, maximised) or the bound (Xing, minimised)."""
         return self._sides()[2]
 
     def _sides(self) -> tuple[float, float, float]:

@@ -121,10 +121,12 @@ class MMCResult(CertifiedResult):
 
     @property
     def objective(self) -> float:
+        """The certificate's objective at ``metric``: ``f(A)`` (MMC) or ``g(a)`` (Xing)."""
         return self.certificate.objective
 
     @property
     def sense(self) -> str:
+        """``"maximize"`` (MMC) or ``"minimize"`` (Xing's diagonal problem)."""
         return self.certificate.sense
 
     def __repr__(self) -> str:
