@@ -5,8 +5,9 @@ For every data set and solver, one row: whether the result claims convergence (f
 certification (exact), the stated upper bound and its rounding bound, eq. 14 evaluated
 independently (around the coordinatewise median instead of the mean) and whether the two
 agree within their rounding bounds, the lower bound, the gap, the largest eigenvalue of the
-metric, and whether ``verify()`` accepts the certificate. Writes a Markdown table with the
-command, the code version and the machine.
+metric, and whether ``verify()`` accepts the certificate. Writes the record
+``docs/results/degenerate-claims.md`` and ``.csv`` (``validation.records.write_record``), row
+by row.
 
     python -m validation.benchmarks.degenerate_claims [--out docs/results/degenerate-claims.md]
 """
@@ -23,7 +24,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 
 import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn
-from validation.records import provenance
+from validation.records import write_record
 
 
 def cases() -> dict:
@@ -49,12 +50,20 @@ def row(name: str, solver: str, certificate, claim: bool, seconds: float) -> dic
         verified = "yes"
     except ValueError as err:
         verified = f"no: {err}"
-    return {"data": name, "solver": solver, "claim": claim, "upper": f"{certificate.upper:.10g}",
-            "rounding": f"{certificate.upper_error:.2g}", "independent": f"{other.value:.10g}",
-            "agree": agree, "lower": f"{certificate.lower:.10g}",
-            "gap": f"{certificate.relative_gap:.2g}",
-            "largest eigenvalue": f"{np.linalg.eigvalsh(certificate.metric)[-1]:.3g}",
-            "verify": verified, "seconds": f"{seconds:.1f}"}
+    return {"data": name, "solver": solver, "claim": claim, "upper": float(certificate.upper),
+            "rounding": float(certificate.upper_error), "independent": float(other.value),
+            "agree": bool(agree), "lower": float(certificate.lower),
+            "gap": float(certificate.relative_gap),
+            "largest eigenvalue": float(np.linalg.eigvalsh(certificate.metric)[-1]),
+            "verify": verified, "seconds": seconds}
+
+
+FORMATS = {"upper": ".10g", "rounding": ".2g", "independent": ".10g", "lower": ".10g", "gap": ".2g",
+           "largest eigenvalue": ".3g", "seconds": ".1f"}
+TITLE = "Claims on degenerate data (k=3, mu=0.5, tol=1e-6)"
+NOTES = ("`claim` is converged (fast) or certified (exact); `independent` is eq. 14 evaluated "
+         "around the median of the inputs; `agree` says whether it lies within the two rounding "
+         "bounds of `upper`.")
 
 
 EXACT_MAX_N = 300  # the exact side on the first rows only (breast cancer's 569 binary rows
@@ -70,34 +79,28 @@ def measure(out: Path) -> list[dict]:
         fast = fast_solver.solve(problem, max_iter=200)
         rows.append(row(name, "fast (max_iter=200)", fast.certificate, fast.converged,
                         time.perf_counter() - start))
-        out.write_text(markdown(rows))
+        record(out, rows)
         n = min(len(y), EXACT_MAX_N)
         start = time.perf_counter()
         exact = solve_lmnn(LMNNProblem(X[:n], y[:n], k=3, mu=0.5), method="aggregated")
         rows.append(row(name if n == len(y) else f"{name}, first {n} rows", "exact (aggregated)",
                         exact.certificate, exact.certified, time.perf_counter() - start))
-        out.write_text(markdown(rows))
+        record(out, rows)
         print(rows[-2], rows[-1], sep="\n", flush=True)
     return rows
 
 
-def markdown(rows: list[dict]) -> str:
-    head = (f"# Claims on degenerate data (k=3, mu=0.5, tol=1e-6)\n\n"
-            f"{provenance('python -m validation.benchmarks.degenerate_claims')}\n\n"
-            "`claim` is converged (fast) or certified (exact); `independent` is eq. 14 "
-            "evaluated around the median of the inputs; `agree` says whether it lies within "
-            "the two rounding bounds of `upper`.\n\n")
-    columns = list(rows[0])
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
-    return head + "\n".join(lines) + "\n"
+def record(out: Path, rows: list[dict]) -> None:
+    """The rows so far as the record ``out`` (``.md``) and its ``.csv`` beside it."""
+    write_record(out.with_suffix("").name, rows, title=TITLE, notes=NOTES, formats=FORMATS,
+                 command="python -m validation.benchmarks.degenerate_claims",
+                 directory=out.parent)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/degenerate-claims.md"))
     args = parser.parse_args(argv)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = measure(args.out)
     bad = [r for r in rows if r["claim"] and (not r["agree"] or r["verify"] != "yes")]
     print(f"wrote {args.out}; claims that do not hold: {len(bad)}")

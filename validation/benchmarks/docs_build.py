@@ -1,6 +1,7 @@
 """The documentation built from scratch, timed: a fresh clone of this checkout's HEAD, a fresh
 venv, ``pip install -e ".[docs]"`` and the README's build command (warnings as errors, the
-gallery executed) into a temporary folder. Writes ``docs/results/docs-build.md``.
+gallery executed) into a temporary folder. Writes the record ``docs/results/docs-build.md``
+and ``.csv`` (``validation.records.write_record``).
 
     python -m validation.benchmarks.docs_build            # fresh venv: install and build
     python -m validation.benchmarks.docs_build --no-venv  # this interpreter: build only
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from validation.benchmarks.two_commands import timed
-from validation.records import RESULTS, provenance
+from validation.records import RESULTS, write_record
 
 ROOT = RESULTS.parents[1]
 BUILD = "python -m sphinx -W --keep-going -b html docs {out}"
@@ -58,20 +59,18 @@ def main(argv: list[str] | None = None) -> int:
                                    "'myst-parser', 'pydata-sphinx-theme', 'matplotlib')))"],
                                   capture_output=True, text=True).stdout.strip()
     command = "python -m validation.benchmarks.docs_build" + (" --no-venv" if args.no_venv else "")
-    rows = ("| step | command | seconds | outcome |\n|---|---|---|---|\n")
+    rows = []
     if install is not None:
-        rows += f"| install, fresh venv | `pip install -e \".[docs]\"` | {install:.0f} | exit 0 |\n"
-    rows += (f"| build, from scratch | `{BUILD.format(out='OUT')}` | {build:.0f} "
-             f"| exit 0 (no warnings); {pages} pages, of which {api} API pages; gallery: {examples} examples "
-             "executed |\n")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "docs-build.md").write_text(
-        "# Building the documentation\n\n"
-        f"{provenance(command)}\n\n"
-        f"A fresh clone of the commit, {'this interpreter' if args.no_venv else 'a fresh venv'}, "
-        "an empty output folder `OUT`; pip's download cache as the machine had it; load average "
-        f"{load:.1f} when the build started (the machine is shared).\n\n"
-        f"Packages: {versions}.\n\n{rows}")
+        rows.append({"step": "install, fresh venv", "command": '`pip install -e ".[docs]"`',
+                     "seconds": install, "outcome": "exit 0"})
+    rows.append({"step": "build, from scratch", "command": f"`{BUILD.format(out='OUT')}`", "seconds": build,
+                 "outcome": f"exit 0 (no warnings); {pages} pages, of which {api} API pages; gallery: "
+                            f"{examples} examples executed"})
+    write_record("docs-build", rows, title="Building the documentation", command=command,
+                 formats={"seconds": ".0f"},
+                 notes=f"A fresh clone of the commit, {'this interpreter' if args.no_venv else 'a fresh venv'}, "
+                       "an empty output folder `OUT`; pip's download cache as the machine had it; load average "
+                       f"{load:.1f} when the build started (the machine is shared).\n\nPackages: {versions}.")
     print((RESULTS / "docs-build.md").read_text())
     return 0
 

@@ -1,7 +1,8 @@
 """The README's two commands on a fresh machine, timed: a fresh clone of this checkout's HEAD,
 a fresh venv with the newest packages, ``bash .ci/run`` (install, lint, the tests) and the main
-job's first run (numba compiling included, ``--report``). Writes
-``docs/results/two-commands.md`` and the main job's ``docs/results/crosscheck.md``.
+job's first run (numba compiling included, ``--report``). Writes the record
+``docs/results/two-commands.md`` and ``.csv`` (``validation.records.write_record``) and the main
+job's ``docs/results/crosscheck.md``.
 
     python -m validation.benchmarks.two_commands
 """
@@ -17,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from validation.records import RESULTS, provenance
+from validation.records import RESULTS, write_record
 
 ROOT = RESULTS.parents[1]
 
@@ -51,14 +52,13 @@ def main() -> int:
         shutil.copy(clone / "docs" / "results" / "crosscheck.md", RESULTS / "crosscheck.md")
     summary = "; ".join(line for line in job_out.splitlines() if " passed (" in line or line.startswith("FAILED"))
     summary += f" (exit {job_code})"
-    (RESULTS / "two-commands.md").write_text(
-        "# The README's two commands on a fresh clone and a fresh venv\n\n"
-        f"{provenance('python -m validation.benchmarks.two_commands')}\n\nPackages: {versions}.\n\n"
-        "| command | seconds | outcome |\n|---|---|---|\n"
-        f"| `bash .ci/run` (install, ruff, `python -m pytest -q`) | {ci_seconds:.0f} "
-        f"| pytest: {tests[0]} in {float(tests[1]):.0f} s |\n"
-        f"| `python -m validation --report docs/results` (first run, numba compiling) "
-        f"| {job_seconds:.0f} | {summary} |\n")
+    rows = [{"command": "`bash .ci/run` (install, ruff, `python -m pytest -q`)", "seconds": ci_seconds,
+             "outcome": f"pytest: {tests[0]} in {float(tests[1]):.0f} s"},
+            {"command": "`python -m validation --report docs/results` (first run, numba compiling)",
+             "seconds": job_seconds, "outcome": summary}]
+    write_record("two-commands", rows, title="The README's two commands on a fresh clone and a fresh venv",
+                 notes=f"Packages: {versions}.", command="python -m validation.benchmarks.two_commands",
+                 formats={"seconds": ".0f"})
     print((RESULTS / "two-commands.md").read_text())
     return 0
 
