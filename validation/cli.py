@@ -381,8 +381,9 @@ def add_experiments_parser(subparsers) -> None:
         "(a LocalCluster unless --scheduler), each result is stored as it finishes in a "
         "SQLite store under --results, and a rerun resumes, recomputing only unfinished tasks. "
         "Fast solvers run only after their cross-check on the built-in instances passes "
-        "(cached per environment). Writes Markdown and CSV tables beside Table 1's numbers and "
-        "PNG plots to --report; exits 1 if any task failed or was refused.")
+        "(cached per environment). Writes Markdown and CSV tables beside Table 1's numbers "
+        "(results.md, results.csv, each naming the command, the code version and the machine) "
+        "and PNG plots to --report; exits 1 if any task failed or was refused.")
     command.add_argument("--datasets", nargs="+", choices=list(protocol.DATASETS), metavar="NAME",
                          help="data sets (default: all, with --quick "
                               f"{' '.join(protocol.QUICK_DATASETS)}; those not fetched are "
@@ -403,7 +404,8 @@ def add_experiments_parser(subparsers) -> None:
     command.add_argument("--results", type=Path, default=DEFAULT_FOLDER, metavar="DIR",
                          help="folder of the results store results.sqlite (default: %(default)s)")
     command.add_argument("--report", type=Path, metavar="DIR",
-                         help="folder of the tables and plots (default: RESULTS/report)")
+                         help="folder of the tables and plots (default: RESULTS/report); "
+                              "--report docs/results writes the committed record")
     command.add_argument("--no-figures", action="store_true",
                          help="tables and bar chart only: skip the fits of the illustrative figures")
     command.add_argument("--no-progress", action="store_true", help="no progress bar")

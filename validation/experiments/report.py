@@ -7,13 +7,15 @@ method): the number of finished splits, test and leave-one-out training error in
 triplets and the largest certified gap where the method has them, how many of its fits
 stopped without proving their tolerance (``converged`` false: the row is kept, its gap is
 what was proved), and how many of its tasks did not finish. ``write_tables`` writes
-``results.md`` and ``results.csv``; the Markdown also lists every unfinished task with its
-status and reason.
+``results.md`` and ``results.csv``, each with the provenance line of ``validation.records``
+(the command, the code version, the machine; the CSV's as its first comment line, read back
+by ``validation.records.read_record``), each replaced atomically; the Markdown also lists
+every unfinished task with its status and reason. ``--report docs/results`` makes them the
+committed record.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from validation.experiments.paper import paper_error
 from validation.experiments.protocol import DATASETS, MU, K
+from validation.records import csv_text, provenance, write_text_atomic
 
 COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
            "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",
@@ -64,26 +67,26 @@ def _line(dataset: str, method_name: str, group: list[dict]) -> dict:
     }
 
 
-def write_tables(rows: list[dict], directory: str | Path) -> list[Path]:
-    """``results.md`` and ``results.csv`` of ``rows`` in ``directory``; returns their paths."""
+def write_tables(rows: list[dict], directory: str | Path, command: str | None = None) -> list[Path]:
+    """``results.md`` and ``results.csv`` of ``rows`` in ``directory``, each with the provenance
+    line of ``command`` (default: this process's command line); returns their paths."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     lines = summarise(rows)
-    csv_path, md_path = directory / "results.csv", directory / "results.md"
-    with csv_path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows({c: _csv_cell(line[c]) for c in COLUMNS} for line in lines)
-    md_path.write_text(markdown(lines, rows))
+    line = provenance(command)
+    md_path = write_text_atomic(directory / "results.md", markdown(lines, rows, line))
+    csv_path = write_text_atomic(directory / "results.csv", csv_text(lines, COLUMNS, line))
     return [md_path, csv_path]
 
 
-def markdown(lines: list[dict], rows: list[dict]) -> str:
-    """The Markdown report: one table per data set, then the unfinished tasks."""
-    out = ["# Experiments: the protocol of JMLR 2009, Table 1", "",
-           f"k = {K}, mu = {MU}; {K}-NN with ties broken by shrinking k; training error by "
-           "leave-one-out (none for classifiers); errors in %, mean ± sample std over the "
-           "splits; \"paper\" is Table 1's test error (Fashion-MNIST beside MNIST's).", ""]
+def markdown(lines: list[dict], rows: list[dict], provenance_line: str = "") -> str:
+    """The Markdown report: the title, ``provenance_line``, one table per data set, then the
+    unfinished tasks."""
+    out = ["# Experiments: the protocol of JMLR 2009, Table 1", ""]
+    if provenance_line:
+        out += [provenance_line, ""]
+    out += [f"k = {K}, mu = {MU}; {K}-NN with ties broken by shrinking k; training error by "
+            "leave-one-out (none for classifiers); errors in %, mean ± sample std over the "
+            "splits; \"paper\" is Table 1's test error (Fashion-MNIST beside MNIST's).", ""]
     for dataset in dict.fromkeys(line["dataset"] for line in lines):
         spec = DATASETS.get(dataset)
         out += [f"## {dataset}" + (f": {spec.description}" if spec else ""), "",
@@ -126,7 +129,3 @@ def _reason(error: str | None) -> str:
     """The last line of a traceback (or the whole message), without Markdown's pipes."""
     lines = [line for line in (error or "").strip().splitlines() if line.strip()]
     return (lines[-1] if lines else "").replace("|", "/")[:400]
-
-
-def _csv_cell(value):
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value

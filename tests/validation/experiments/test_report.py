@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import math
 
 import pytest
 
 from validation.experiments.paper import TABLE_1, paper_error
 from validation.experiments.report import mean_std, summarise, write_tables
+from validation.records import provenance, read_record
+
+PROVENANCE = provenance("lmnn-sdp experiments --report R")
 
 
 def row(dataset, method, split, test, loo=0.05, status="ok", stats=None, error=None):
@@ -54,13 +56,13 @@ def test_markdown_and_csv(tmp_path):
     rows = [row("iris", "lmnn", 0, 0.10), row("iris", "lmnn", 1, 0.30),
             row("iris", "mmc", 0, float("nan"), status="refused",
                 error="refused: mmc needs fast solvers whose cross-check ... failed")]
-    md, csv_path = write_tables(rows, tmp_path / "report")
+    md, csv_path = write_tables(rows, tmp_path / "report", command="lmnn-sdp experiments --report R")
     text = md.read_text()
     assert "| lmnn | 2 | 20.00 ± 14.14 | 4.37 | 5.00 ± 0.00 | 2 | - | - |" in text
     assert "| mmc | 0 (1 not finished) | - | 3.55 |" in text
     assert "| iris/0/mmc | refused | refused: mmc needs fast solvers" in text
-    with csv_path.open() as handle:
-        lines = list(csv.DictReader(handle))
+    line, lines = read_record(csv_path)
+    assert line == PROVENANCE and f"{PROVENANCE}\n" in text
     assert [line["method"] for line in lines] == ["lmnn", "mmc"]
     assert float(lines[0]["test_error_std"]) == pytest.approx(14.142135623730951)
     assert lines[1]["test_error_mean"] == "" and lines[1]["not_finished"] == "1"

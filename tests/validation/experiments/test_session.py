@@ -4,19 +4,19 @@ computes that task only and the table comes out the same."""
 
 from __future__ import annotations
 
-import csv
-
 from validation.cli import main
 from validation.experiments.gate import QUICK_GATE_N, gate_environment
 from validation.experiments.store import ResultStore
+from validation.records import read_record
 
 ERRORS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
           "train_loo_error_mean", "train_loo_error_std", "paper_test_error")
 
 
 def error_table(report_dir) -> list[tuple]:
-    with (report_dir / "results.csv").open() as handle:
-        return [tuple(line[c] for c in ERRORS) for line in csv.DictReader(handle)]
+    line, rows = read_record(report_dir / "results.csv")
+    assert line.startswith("Written by ") and " at commit " in line
+    return [tuple(row[c] for c in ERRORS) for row in rows]
 
 
 def test_quick_run_end_to_end_then_resume_after_losing_a_row(tmp_path, capsys):
