@@ -4,10 +4,11 @@ Certifies the first n rows of UCI Letter Recognition (16 integer features as
 distributed, k=3, mu=0.5) for growing n and prints one row per subset: time,
 rounds, triplets in the final SDP, active triplets at the
 optimum and the certified gap. Stops at the first n whose solve exceeds the
-time budget.
+time budget. The table is the record ``docs/results/letters-certify.md`` and ``.csv``
+(``--record NAME`` names it, ``--no-record`` skips it), rewritten after every subset.
 
     python -m validation.benchmarks.letters_certify [--method aggregated|cutting-plane]
-        [--warm-start] [--sizes 500 1000 2000 ...] [--budget 600]
+        [--warm-start] [--sizes 500 1000 2000 ...] [--budget 600] [--record NAME | --no-record]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from validation.datasets import load_letters
 from validation.exact import certify_growing
+from validation.records import Recorder, add_record_option, module_command
 
 
 def certify_subset(X: np.ndarray, y: np.ndarray, n: int, method: str, solver: str,
@@ -58,13 +60,21 @@ def main(argv=None) -> None:
                         help="start from the fast solver's answer (its time is included)")
     parser.add_argument("--solver", default="CLARABEL")
     parser.add_argument("--tol", type=float, default=1e-6)
+    add_record_option(parser, "letters-certify")
     args = parser.parse_args(argv)
+    record = Recorder(args.record, "Exact, certified LMNN on growing subsets of Letter Recognition",
+                      notes=f"The first n rows of UCI Letter Recognition (16 integer features), k=3, "
+                            f"mu=0.5, {args.method}{' from the fast solver' if args.warm_start else ''}, "
+                            f"{args.solver}, tol={args.tol:g}; stops at the first n whose solve takes "
+                            f"longer than {args.budget:.0f} s.",
+                      command=module_command("validation.benchmarks.letters_certify", argv),
+                      formats={"upper": ".10g", "lower": ".10g", "gap": ".3g"})
     X, y = load_letters()
     header = ("method", "n", "triplets", "seconds", "fast_seconds", "rounds", "sdp_triplets", "active", "upper",
               "lower", "gap", "certified", "status")
     certify_growing(args.sizes, lambda n: certify_subset(X, y, n, args.method, args.solver, args.tol,
                                                         args.warm_start),
-                    header, args.budget, args.tol, _fmt)
+                    header, args.budget, args.tol, _fmt, record)
 
 
 def _fmt(value) -> str:

@@ -8,9 +8,12 @@ certificate and the largest relative difference to the full SDP's optimum.
 distributed, k=3, mu=0.5, one metric per letter: 26 metrics) for growing n;
 one row per subset, stopping at the first n whose solve exceeds the budget.
 
+Each suite's table is the record ``docs/results/letters-multi-metric-SUITE.md`` and ``.csv``
+(``--record NAME`` names it, ``--no-record`` skips it), rewritten after every row.
+
     python -m validation.benchmarks.letters_multi_metric bundled
     python -m validation.benchmarks.letters_multi_metric letters [--method aggregated|cutting-plane]
-        [--sizes 200 300 500 ...] [--budget 600]
+        [--sizes 200 300 500 ...] [--budget 600] [--record NAME | --no-record]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from lmnn_sdp import LMNNProblem
 from lmnn_sdp.lmnn import solve_mm_lmnn
 from validation.datasets import load_bundled, load_letters
 from validation.exact import certify_growing
+from validation.records import Recorder, add_record_option, module_command
 
 COLUMNS = ("data", "n", "triplets", "method", "seconds", "rounds", "sdp_triplets", "upper",
            "lower", "gap", "certified", "singular", "status")
@@ -45,26 +49,33 @@ def solve_row(problem: LMNNProblem, data: str, method: str, solver: str, tol: fl
     }
 
 
-def bundled(args) -> None:
-    """Full SDP against constraint generation on iris and wine."""
+def bundled(args, record=None) -> None:
+    """Full SDP against constraint generation on iris and wine; ``record`` (if given) gets
+    the rows so far after every solve."""
     print(" | ".join(COLUMNS))
+    every = []
     for name in ("iris", "wine"):
         X, y = load_bundled(name)
         problem = LMNNProblem((X - X.mean(axis=0)) / X.std(axis=0), y, k=3, mu=0.5)
-        rows = [solve_row(problem, name, m, args.solver, args.tol)
-                for m in ("full", "cutting-plane", "aggregated")]
+        rows = []
+        for m in ("full", "cutting-plane", "aggregated"):
+            rows.append(solve_row(problem, name, m, args.solver, args.tol))
+            every.append(rows[-1])
+            if record is not None:
+                record(every)
         for row in rows:
             print(" | ".join(_fmt(row[c]) for c in COLUMNS), flush=True)
         spread = max(abs(r["upper"] - rows[0]["upper"]) / rows[0]["upper"] for r in rows)
         print(f"{name}: largest relative difference to the full SDP's optimum: {spread:.2g}")
 
 
-def letters(args) -> None:
-    """Growing subsets of Letter Recognition until one exceeds the budget."""
+def letters(args, record=None) -> None:
+    """Growing subsets of Letter Recognition until one exceeds the budget; ``record`` (if
+    given) gets the rows so far after every subset."""
     X, y = load_letters()
     certify_growing(args.sizes, lambda n: solve_row(LMNNProblem(X[:n], y[:n], k=3, mu=0.5), "letters",
                                                     args.method, args.solver, args.tol),
-                    COLUMNS, args.budget, args.tol, _fmt)
+                    COLUMNS, args.budget, args.tol, _fmt, record)
 
 
 def main(argv=None) -> None:
@@ -75,8 +86,18 @@ def main(argv=None) -> None:
     parser.add_argument("--method", default="aggregated", choices=["aggregated", "cutting-plane"])
     parser.add_argument("--solver", default="CLARABEL")
     parser.add_argument("--tol", type=float, default=1e-6)
+    add_record_option(parser, None)
     args = parser.parse_args(argv)
-    (bundled if args.suite == "bundled" else letters)(args)
+    name = f"letters-multi-metric-{args.suite}" if args.record is None else args.record
+    notes = ("iris and wine, standardised, k=3, mu=0.5, one metric per class: the full SDP and "
+             "both constraint-generation schemes" if args.suite == "bundled" else
+             f"The first n rows of UCI Letter Recognition, k=3, mu=0.5, one metric per letter, "
+             f"{args.method}; stops at the first n whose solve takes longer than {args.budget:.0f} s")
+    record = Recorder(name, "Exact, certified multi-metric LMNN (sec. 5.2)",
+                      notes=f"{notes}; {args.solver}, tol={args.tol:g}.",
+                      command=module_command("validation.benchmarks.letters_multi_metric", argv),
+                      formats={"upper": ".10g", "lower": ".10g", "gap": ".3g"})
+    (bundled if args.suite == "bundled" else letters)(args, record)
 
 
 def _fmt(value) -> str:
