@@ -285,8 +285,11 @@ class Recorder:
     ----------
     name : str or None
         The record's file name without suffix; None or "" to write nothing.
-    title, notes, command, columns, formats, directory
+    title, notes, command, formats, directory
         As for ``write_record``.
+    columns : sequence of str, optional
+        The table's columns; each row is cut to them before writing (a row without one is a
+        ValueError), so rows may carry other keys. Default: the rows' keys, all alike.
     """
 
     name: str | None
@@ -302,20 +305,26 @@ class Recorder:
         without a name."""
         if not self.name:
             return None
+        if self.columns is not None:
+            missing = [c for row in rows for c in self.columns if c not in row]
+            if missing:
+                raise ValueError(f"rows of the record {self.name} miss the columns {sorted(set(missing))}")
+            rows = [{c: row[c] for c in self.columns} for row in rows]
         return write_record(self.name, rows, title=self.title, notes=self.notes,
                             command=self.command, columns=self.columns, formats=self.formats,
                             directory=self.directory)
 
 
-def add_record_option(parser: argparse.ArgumentParser, default: str | None) -> None:
+def add_record_option(parser: argparse.ArgumentParser, default: str | None,
+                      default_help: str | None = None) -> None:
     """``--record NAME`` (default ``default``) and ``--no-record`` on a benchmark's parser.
 
     ``args.record`` is the record's name under ``docs/results/``, "" with ``--no-record``
     or ``--record ""`` (no record written), and ``default`` when neither is given (None:
-    the benchmark names it from its other arguments).
+    the benchmark names it from its other arguments, as ``default_help`` says in the help).
     """
     parser.add_argument("--record", default=default, metavar="NAME",
                         help="write the table as docs/results/NAME.md and NAME.csv, rewritten "
-                             "after every row (default: %(default)s)")
+                             f"after every row (default: {default_help or '%(default)s'})")
     parser.add_argument("--no-record", dest="record", action="store_const", const="",
                         help="write no record")

@@ -86,7 +86,7 @@ def main(argv=None) -> None:
     parser.add_argument("--method", default="aggregated", choices=["aggregated", "cutting-plane"])
     parser.add_argument("--solver", default="CLARABEL")
     parser.add_argument("--tol", type=float, default=1e-6)
-    add_record_option(parser, None)
+    add_record_option(parser, None, "letters-multi-metric-SUITE")
     args = parser.parse_args(argv)
     name = f"letters-multi-metric-{args.suite}" if args.record is None else args.record
     notes = ("iris and wine, standardised, k=3, mu=0.5, one metric per class: the full SDP and "
