@@ -147,14 +147,17 @@ def table_columns(rows: Sequence[Mapping], columns: Sequence[str] | None = None)
 
 
 def markdown_cell(value, spec: str | None = None) -> str:
-    """One Markdown table cell: a float with ``spec`` (default ``.4g``), None empty, any
-    other value as ``str``; pipes escaped and line breaks made spaces."""
+    """One Markdown table cell: a float with ``spec`` (default ``.4g``), an int with ``spec``
+    if given, None empty, a list or tuple joined by ``"; "``, any other value as ``str``;
+    pipes escaped and line breaks made spaces."""
     if value is None:
         return ""
     if isinstance(value, (float, np.floating)):
         text = format(float(value), spec or ".4g")
     elif spec is not None and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         text = format(value, spec)
+    elif isinstance(value, (list, tuple)):
+        text = "; ".join(map(str, value))
     else:
         text = str(value)
     return text.replace("|", "\\|").replace("\r\n", " ").replace("\n", " ")

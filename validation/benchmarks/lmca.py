@@ -2,6 +2,7 @@
 
     python -m validation.benchmarks.lmca [--part fashion ionosphere] [--fashion fashion-10k]
                                          [--ranks 15 25] [--splits 10] [--max-iter N]
+                                         [--record NAME | --no-record]
 
 Data (``python -m validation data fetch`` first):
 
@@ -22,7 +23,9 @@ Data (``python -m validation data fetch`` first):
   by cross-validation; this does not.
 
 Wall-clock times on the machine it runs on (shared cores: read the ratios, not
-the seconds).
+the seconds). The tables are the records ``docs/results/lmca-fashion`` and
+``lmca-ionosphere`` (``.md`` and ``.csv``; ``--record NAME`` names them NAME-fashion and
+NAME-ionosphere, ``--no-record`` skips them), rewritten after every fit or split.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sklearn.model_selection import ShuffleSplit
 
 from validation.benchmarks.common import knn_error
 from validation.benchmarks.letters_fashion import load
+from validation.records import Recorder, add_record_option, module_command
 
 
 def main(argv=None) -> int:
@@ -47,16 +51,33 @@ def main(argv=None) -> int:
     parser.add_argument("--ranks", nargs="+", type=int, default=[15, 25])
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--max-iter", type=int, default=1000, help="L-BFGS budget of every LMCA fit")
+    add_record_option(parser, "lmca")
     args = parser.parse_args(argv)
+    command = module_command("validation.benchmarks.lmca", argv)
+    record_fashion = Recorder(
+        args.record and f"{args.record}-fashion", f"LMCA against PCA on {args.fashion}",
+        notes="k=3, mu=0.5; LMCA from PCA, linear hinge, at most "
+              f"{args.max_iter} L-BFGS iterations; `price`: the price of rank against the certified "
+              "full-rank lower bound; `error`: 3-NN test error; wall-clock seconds.",
+        command=command, formats={"seconds": ".1f", "objective": ".2f", "price": ".3f", "error": ".2%"})
+    record_ionosphere = Recorder(
+        args.record and f"{args.record}-ionosphere", "Kernel LMCA and LMNN on Ionosphere",
+        notes="Random 70/30 splits (ShuffleSplit, random_state=0), k=3, mu=0.5; kernel LMCA: RBF "
+              "gamma=1/34, 34 components; 3-NN test error over the splits so far; wall-clock seconds.",
+        command=command, formats={"error_mean": ".2%", "error_std": ".2%", "seconds_mean": ".1f"})
     if "fashion" in args.part:
-        _print_fashion(args.fashion, fashion(args.fashion, args.ranks, args.max_iter))
+        _print_fashion(args.fashion, fashion(args.fashion, args.ranks, args.max_iter, record_fashion))
     if "ionosphere" in args.part:
-        _print_ionosphere(args.splits, ionosphere(args.splits, args.max_iter))
+        results = ionosphere(args.splits, args.max_iter,
+                             lambda results: record_ionosphere(ionosphere_rows(results)))
+        _print_ionosphere(args.splits, results)
     return 0
 
 
-def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
-    """One row per method and rank (module docstring)."""
+def fashion(name: str, ranks: list[int], max_iter: int, record=None) -> list[dict]:
+    """One row per method and rank (module docstring); ``record`` (if given) gets the rows so
+    far after every fit."""
+    record = record or (lambda rows: None)
     from fast_solver import solve
     from fast_solver.low_rank.lmca import price_of_rank, solve_lmca
     from lmnn_sdp.core.problem import LMNNProblem
@@ -70,9 +91,11 @@ def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
                  n_iter=full.n_iter, objective=full.upper, price=(full.upper - full.lower) / full.lower,
                  error=knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
                  note=f"certified gap {full.relative_gap:.1e}, lower {full.lower:.6g}")]
+    record(rows)
     for r in ranks:
         rows.append(dict(method="PCA", rank=r, seconds=0.0, n_iter=0, objective=None, price=None,
                          error=knn_error(X_train[:, :r], y_train, X_test[:, :r], y_test), note=""))
+        record(rows)
         tic = time.perf_counter()
         fit = solve_lmca(problem, r, max_iter=max_iter)
         seconds = time.perf_counter() - tic
@@ -83,11 +106,13 @@ def fashion(name: str, ranks: list[int], max_iter: int) -> list[dict]:
                          error=knn_error(X_train @ L.T, y_train, X_test @ L.T, y_test),
                          note=f"{fit.status}, {fit.n_stages} stages, {fit.n_searches} searches, "
                               f"{fit.stages[0].n_pairs} pairs after stage 0"))
+        record(rows)
     return rows
 
 
-def ionosphere(splits: int, max_iter: int) -> dict[str, list]:
-    """Test errors, seconds and notes per method over the splits (module docstring)."""
+def ionosphere(splits: int, max_iter: int, record=None) -> dict[str, list]:
+    """Test errors, seconds and notes per method over the splits (module docstring);
+    ``record`` (if given) gets them after every split."""
     from fast_solver import LMNN, KernelLMCA
     from validation.datasets import load_mlbench
 
@@ -105,7 +130,21 @@ def ionosphere(splits: int, max_iter: int) -> dict[str, list]:
             error = knn_error(model.transform(X[train]), y[train], model.transform(X[test]), y[test])
             status = model.result_.status if name == "kernel LMCA" else model.result_.message
             results[name].append((error, seconds, f"{status}; {len(caught)} warnings"))
+        if record is not None:
+            record(results)
     return results
+
+
+def ionosphere_rows(results: dict[str, list]) -> list[dict]:
+    """One row per method of ``ionosphere``'s results: splits, mean and std of the 3-NN test
+    error, mean fit seconds, the distinct notes."""
+    rows = []
+    for name, runs in results.items():
+        errors, seconds, notes = zip(*runs)
+        rows.append({"method": name, "splits": len(runs), "error_mean": float(np.mean(errors)),
+                     "error_std": float(np.std(errors)), "seconds_mean": float(np.mean(seconds)),
+                     "notes": "; ".join(sorted(set(n for n in notes if n)))})
+    return rows
 
 
 def _print_fashion(name: str, rows: list[dict]) -> None:

@@ -8,10 +8,11 @@ trusted) and the time; then metric-learn's ``MMC`` fitted on the same pairs, sco
 our certificates: full metrics at their feasible rescaling (``sum_S D_A = 1``, which
 keeps every distance ratio), diagonal ones as returned and at their best rescaling.
 Its gap is measured against our certified bound. Timings are wall-clock seconds on
-whatever machine runs this.
+whatever machine runs this. The table is the record ``docs/results/mmc.md`` and ``.csv``
+(``--record NAME`` names it, ``--no-record`` skips it), rewritten after every row.
 
     pip install metric-learn==0.7.0
-    python -m validation.benchmarks.mmc [--threads N] [--skip-metric-learn]
+    python -m validation.benchmarks.mmc [--threads N] [--skip-metric-learn] [--record NAME | --no-record]
 
 metric-learn 0.7.0 passes ``force_all_finite`` to scikit-learn's ``check_array`` and
 ``check_X_y``; scikit-learn 1.8 removed that name (it is ``ensure_all_finite`` since
@@ -30,12 +31,17 @@ import numpy as np
 from lmnn_sdp import certify_mmc, label_pairs, solve_mmc, xing_objective
 from validation.datasets import load_bundled
 from validation.peers import metric_learn_shim
+from validation.records import Recorder, add_record_option, module_command
 
 DATASETS = ("iris", "wine")  # load_bundled: iris raw, wine standardised
+COLUMNS = ("data", "problem", "objective", "lower", "upper", "gap", "certified", "solver_gap", "steps",
+           "attempts", "status", "seconds")
+ML_COLUMNS = ("ml_objective", "ml_gap", "ml_seconds", "ml_rescaled", "ml_rescaled_gap")
 
 
-def run_benchmark(threads: int | None = None, metric_learn: bool = True) -> list[dict]:
-    """One row per data set and problem (full, diagonal); see the module docstring."""
+def run_benchmark(threads: int | None = None, metric_learn: bool = True, record=None) -> list[dict]:
+    """One row per data set and problem (full, diagonal); see the module docstring.
+    ``record`` (if given) gets the rows so far after every row."""
     options = {} if threads is None else {"max_threads": threads}
     rows = []
     for name in DATASETS:
@@ -52,6 +58,8 @@ def run_benchmark(threads: int | None = None, metric_learn: bool = True) -> list
             if metric_learn:
                 row.update(score_metric_learn(X, y, diagonal, ours))
             rows.append(row)
+            if record is not None:
+                record(rows)
     return rows
 
 
@@ -101,8 +109,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="Clarabel max_threads (default: Clarabel's own choice)")
     parser.add_argument("--skip-metric-learn", action="store_true",
                         help="only our solves (metric-learn not installed)")
+    add_record_option(parser, "mmc")
     args = parser.parse_args(argv)
-    print(format_rows(run_benchmark(args.threads, not args.skip_metric_learn)))
+    columns = COLUMNS + (() if args.skip_metric_learn else ML_COLUMNS)
+    recorder = Recorder(args.record, "MMC: the certified optimum against metric-learn",
+                        notes="iris (raw) and wine (standardised), all label pairs; the full problem "
+                              "(MMC) and the diagonal one (XING). `ml_*`: metric-learn 0.7.0's MMC on "
+                              "the same pairs, full metrics at their feasible rescaling, diagonal ones as "
+                              "returned (`ml_rescaled`: at their best rescaling), gaps against our "
+                              "certified bound; wall-clock seconds.",
+                        command=module_command("validation.benchmarks.mmc", argv),
+                        formats={c: ".10g" for c in ("objective", "lower", "upper", "ml_objective",
+                                                     "ml_rescaled")}
+                        | {c: ".2e" for c in ("gap", "solver_gap", "ml_gap", "ml_rescaled_gap")})
+
+    def record(rows):
+        recorder([{c: row.get(c) for c in columns} for row in rows])
+
+    print(format_rows(run_benchmark(args.threads, not args.skip_metric_learn, record)))
     return 0
 
 
