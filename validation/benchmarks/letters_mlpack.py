@@ -9,7 +9,9 @@ optimum (``fast_solver.solve``), mlpack 4.8's L-BFGS metric (fitted once, ~500 s
 other saved ``L``. ``select`` cross-validates ``mu`` and ``k`` over certified paths
 (``validation.model_selection``), refits at the choice and scores 3-NN and energy
 classification (eq. 15) on the test rows beside the paper's Table 1 (LMNN 3.60%, energy
-2.67%).
+2.67%). Each command's table is the record ``docs/results/letters-mlpack-COMMAND.md`` and
+``.csv`` (``select`` also writes the cross-validation table as ``letters-mlpack-select-cv``;
+``--record NAME`` names them, ``--no-record`` skips them), rewritten after every row.
 
     python -m validation.benchmarks.letters_mlpack profile --L mlpack=PATH.npy [--fit-mlpack PATH.npy] [--mlpack-targets]
     python -m validation.benchmarks.letters_mlpack select [--cv 5] [--mus ...] [--ks ...] [--tol 1e-6]
@@ -32,8 +34,10 @@ from validation.experiments.knn import knn_error, nearest_neighbours
 from validation.mlpack_objective import impostor_profile, mlpack_targets
 from validation.model_selection import select_mu_k
 from validation.peers import fit_mlpack
+from validation.records import Recorder, add_record_option, module_command
 
 PAPER = {"lmnn": 3.60, "energy": 2.67}
+PROTOCOL = "Letter Recognition, UCI split (16,000 training rows, 4,000 test), raw features, k=3, mu=0.5"
 PROFILE = ("metric", "eq14", "mlpack_objective", "pull", "active_triplets", "truncated_active",
            "crowded_points", "max_impostors", "crowded_push_%", "top1%_push_%", "trace", "eig_min",
            "eig_max", "test_error_%", "sklearn_3nn_%")
@@ -69,7 +73,9 @@ def sklearn_error(X, y, X_test, y_test, M: np.ndarray) -> float:
     return 1.0 - KNeighborsClassifier(3).fit(X @ L.T, y).score(X_test @ L.T, y_test)
 
 
-def profile(args) -> list[dict]:
+def profile(args, record, record_cv=None) -> list[dict]:
+    """One row (``PROFILE``) per metric (and target choice); ``record`` gets the rows so far
+    after every row; ``record_cv`` is unused (``select``'s)."""
     X, y, X_test, y_test = letters_split()
     problem = LMNNProblem(X, y, k=3, mu=0.5)
     metrics = {"euclidean": np.eye(X.shape[1])}
@@ -95,15 +101,20 @@ def profile(args) -> list[dict]:
         for suffix, scored in problems.items():
             rows.append(profile_row(name + suffix, scored, M, X_test, y_test))
             print(format_table(rows[-1:], PROFILE), flush=True)
+            record(rows)
     return rows
 
 
-def select(args) -> list[dict]:
+def select(args, record, record_cv) -> list[dict]:
+    """Cross-validated (k, mu) and Table 1's (3, 0.5), refitted and scored on the test rows;
+    ``record`` gets the rows so far after every refit, ``record_cv`` the cross-validation
+    table."""
     X, y, X_test, y_test = letters_split()
     start = time.perf_counter()
     selection = select_mu_k(X, y, args.mus, args.ks, cv=args.cv, progress=True, tol=args.tol)
     print(f"cross-validation: {time.perf_counter() - start:.0f} s")
     print(format_table(selection.table, ("k", "mu", "cv_error", "cv_std", "max_gap")), flush=True)
+    record_cv(selection.table)
     rows = []
     for k, mu in {(selection.k, selection.mu), (3, 0.5)}:
         model = fast_solver.LMNN(k=k, mu=mu).fit(X, y)
@@ -114,6 +125,7 @@ def select(args) -> list[dict]:
                      "energy_test_%": 100 * (1 - energy.score(X_test, y_test)),
                      "paper_3nn_%": PAPER["lmnn"], "paper_energy_%": PAPER["energy"]})
         print(format_table(rows[-1:], tuple(rows[-1])), flush=True)
+        record(rows)
     return rows
 
 
@@ -133,8 +145,25 @@ def main(argv=None) -> None:
     s.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5])
     s.add_argument("--tol", type=float, default=1e-6, help="certified gap of every solve")
     s.set_defaults(run=select)
+    for command in (p, s):
+        add_record_option(command, None, f"letters-mlpack-{command.prog.split()[-1]}")
     args = parser.parse_args(argv)
-    args.run(args)
+    name = f"letters-mlpack-{args.command}" if args.record is None else args.record
+    command = module_command("validation.benchmarks.letters_mlpack", argv)
+    record_cv = None
+    if args.command == "profile":
+        record = Recorder(name, "Eq. 14 and mlpack's objective at several metrics on letters",
+                          notes=PROTOCOL + "; 3-NN test errors in %, ties broken by shrinking k.",
+                          command=command, columns=PROFILE)
+    else:
+        record = Recorder(name, "mu and k by cross-validation over certified paths on letters",
+                          notes=f"{PROTOCOL} for Table 1's row; {args.cv}-fold cross-validation over "
+                                f"mu in {args.mus}, k in {args.ks}, tol={args.tol:g}; test errors in %, "
+                                "the paper's (JMLR 2009, Table 1) a reference.", command=command)
+        record_cv = Recorder(name and f"{name}-cv", "Cross-validation of mu and k on letters",
+                             notes=f"{PROTOCOL}; {args.cv}-fold cross-validation, tol={args.tol:g}.",
+                             command=command, columns=("k", "mu", "cv_error", "cv_std", "max_gap"))
+    args.run(args, record, record_cv)
 
 
 if __name__ == "__main__":
