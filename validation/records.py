@@ -201,7 +201,7 @@ def _csv_cell(value):
 def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str = "",
                  command: str | None = None, columns: Sequence[str] | None = None,
                  formats: Mapping[str, str] | None = None,
-                 directory: Path = RESULTS) -> tuple[Path, Path]:
+                 directory: Path | None = None) -> tuple[Path, Path]:
     """Write the record ``name``: ``directory/name.md`` and ``directory/name.csv``.
 
     ``name.md`` is ``# title``, the provenance line (``provenance(command)``: the command,
@@ -229,7 +229,7 @@ def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str =
     formats : mapping of str to str, optional
         Column -> format spec of its numbers in the Markdown (e.g. ``".10g"``, ``".0f"``).
     directory : Path, optional
-        Where to write; default ``RESULTS`` (``docs/results``).
+        Where to write; default ``RESULTS`` (``docs/results``) as the module has it when called.
 
     Returns
     -------
@@ -250,7 +250,7 @@ def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str =
     columns = table_columns(rows, columns)
     line = provenance(command)
     head = f"# {title}\n\n{line}\n\n" + (f"{notes.strip()}\n\n" if notes.strip() else "")
-    directory = Path(directory)
+    directory = Path(RESULTS if directory is None else directory)
     md = write_text_atomic(directory / f"{name}.md", head + markdown_table(rows, columns, formats))
     csv_path = write_text_atomic(directory / f"{name}.csv", csv_text(rows, columns, line))
     return md, csv_path
@@ -301,7 +301,7 @@ class Recorder:
     command: str | None = None
     columns: Sequence[str] | None = None
     formats: Mapping[str, str] = field(default_factory=dict)
-    directory: Path = RESULTS
+    directory: Path | None = None
 
     def __call__(self, rows: Sequence[Mapping]) -> tuple[Path, Path] | None:
         """Write ``rows`` (all the rows so far) as the record; returns its files, or None
