@@ -184,7 +184,7 @@ def test_cluster_scales_certify_raw_wine_class_metrics_that_one_scale_could_not(
     problem = next(i for i in builtin_instances() if i.name == "wine-n80-k2-mu0.2").problem()
     clusters = problem.label_codes
     result = solve_mm_lmnn(problem, method="aggregated", tol=1e-7)
-    t, lam = result.certificate.triplets, np.clip(result.multipliers, 0, problem.mu)
+    t, lam = result.triplets, np.clip(result.multipliers, 0, problem.mu)  # the SDP's pair
     bound = dual_lower_bound(problem, t, lam, None, clusters)
     assert relative_gap(result.upper, bound.lower) <= 1e-7
     assert relative_gap(result.upper, common_scale(problem, clusters, t, lam) * lam.sum()) > 1e-6
