@@ -70,12 +70,19 @@ def sphered_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=problem.X_centered @ basis)
 
 
-def pull_matrices(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray) -> np.ndarray:
+def units_space(problem: LMNNProblem) -> ReducedSpace:
+    """The data range in the units of the inputs: ``X_c V`` with ``V`` (d, r) an orthonormal
+    basis of it (``data_range``)."""
+    V = data_range(problem)
+    return ReducedSpace(basis=V, inputs=problem.X_centered @ V)
+
+
+def pull_matrices(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
     """The pull matrices ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` in the coordinates of ``space``,
-    for the cluster ``owner`` (n,) of each point; shape (C, r, r) (C = 1 for LMNN)."""
+    for the clusters of ``problem`` (``problem.owner``); shape (C, r, r) (C = 1 for LMNN)."""
     n, k = problem.targets.shape
-    return cluster_scatter(space.inputs, owner, np.repeat(np.arange(n), k),
-                           problem.targets.ravel(), np.ones(n * k), int(owner.max()) + 1)
+    return cluster_scatter(space.inputs, problem.owner, np.repeat(np.arange(n), k),
+                           problem.targets.ravel(), np.ones(n * k), problem.n_clusters)
 
 
 def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
