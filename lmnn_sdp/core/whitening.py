@@ -41,7 +41,7 @@ from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
 NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Whitening(ReducedSpace):
     """Whitened inputs of one problem and the maps between metrics: a ``ReducedSpace``
     whose ``lift(M_w)`` is ``M = W M_w W^T``.

@@ -56,3 +56,20 @@ def test_a_problem_with_clusters_solves_and_certifies_as_multi_metric(iris):
     assert held.upper == given.upper and held.lower == given.lower
     assert certify(iris.with_clusters(iris.label_codes), held.metric, triplets=held.certificate.triplets,
                    multipliers=held.certificate.multipliers).lower == held.lower
+
+
+def test_the_data_range_and_pull_matrices_are_computed_once_per_problem(iris, monkeypatch):
+    from lmnn_sdp.core import space
+    problem = LMNNProblem(iris.X, iris.y, k=2)
+    svds, scatters = [], []
+    svd, scatter = np.linalg.svd, space.cluster_scatter
+    monkeypatch.setattr(np.linalg, "svd", lambda a, **kw: svds.append(a is problem.X_centered) or svd(a, **kw))
+    monkeypatch.setattr(space, "cluster_scatter", lambda *a: scatters.append(a[0]) or scatter(*a))
+    lmnn = fast_solver.solve(problem)
+    assert sum(svds) == 1 and len(scatters) == len({id(x) for x in scatters})
+    per_class = problem.with_clusters(problem.label_codes)
+    assert space.sphered_space(per_class) is space.sphered_space(problem)
+    n_scatters = len(scatters)
+    fast_solver.solve(per_class, lmnn.metric)
+    assert sum(svds) == 1 and len(scatters) > n_scatters  # the pull matrices of the clusters are new
+    assert not space.pull_matrices(per_class, space.sphered_space(per_class)).flags.writeable
