@@ -13,7 +13,7 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import Certificate, prove
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 
@@ -39,12 +39,15 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     Parameters
     ----------
     problem : LMNNProblem
-        The data, target neighbours and ``mu``.
+        The data, target neighbours and ``mu``, and the clusters of multi-metric LMNN
+        (eq. 16) when it has them.
     M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
         The candidate: finite, symmetric and PSD up to rounding (eigenvalues down to
-        ``-1e-8`` of the largest entry), one metric per cluster with ``clusters``.
+        ``-1e-8`` of the largest entry), one metric per cluster with clusters.
     clusters : array-like of int of shape (n_samples,), optional
-        Cluster of each point for multi-metric LMNN (eq. 16), values ``0..C-1``.
+        Cluster of each point for multi-metric LMNN (eq. 16), values ``0..C-1``, in place
+        of the problem's own (``problem.with_clusters(clusters)``); by default the
+        problem's.
     triplets : array-like of int of shape (n_triplets, 3), optional
         Distinct triplets ``(i, j, l)`` of the problem; give with ``multipliers``.
     multipliers : array-like of shape (n_triplets,), optional
@@ -113,11 +116,12 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     if (triplets is None) != (multipliers is None):
         raise ValueError("pass triplets and multipliers together, or neither.")
+    if clusters is not None:
+        problem = problem.with_clusters(clusters)
     space = space or reduced_space(problem)
     if triplets is None:
-        clusters = None if clusters is None else check_clusters(problem, clusters)
-        M = check_candidate_metric(problem, M, clusters)[0]
-        owner, metrics = cluster_owner(problem, clusters), M if clusters is not None else M[None]
-        triplets, multipliers, _, _ = complementary_multipliers(
-            problem, space, owner, metrics, band, solver, solver_options)
-    return prove(problem, M, triplets, multipliers, clusters=clusters, tol=tol)
+        M = check_candidate_metric(problem, M)[0]
+        metrics = M if problem.clusters is not None else M[None]
+        triplets, multipliers, _, _ = complementary_multipliers(problem, space, metrics, band, solver,
+                                                                solver_options)
+    return prove(problem, M, triplets, multipliers, tol=tol)

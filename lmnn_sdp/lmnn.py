@@ -9,7 +9,7 @@ one SDP; ``"cutting-plane"`` and ``"aggregated"`` generate constraints.
 
 from __future__ import annotations
 
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, check_solver
 from lmnn_sdp.generation.aggregated import solve_aggregated
@@ -34,7 +34,8 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
     Parameters
     ----------
     problem : LMNNProblem
-        The data, target neighbours and ``mu``.
+        The data, target neighbours and ``mu``; a problem with clusters is solved as
+        multi-metric LMNN (``solve_mm_lmnn``).
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The cvxpy solver, in any case.
     method : {"full", "cutting-plane", "aggregated"}, default="full"
@@ -103,7 +104,7 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
     >>> aggregated.n_triplets < problem.n_triplets
     True
     """
-    return _solve(problem, None, solver, method, tol, formulation, solver_options, options)
+    return _solve(problem, solver, method, tol, formulation, solver_options, options)
 
 
 def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: float = 1e-6,
@@ -177,7 +178,9 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
         The data, target neighbours and ``mu``.
     clusters : array-like of int of shape (n_samples,), optional
         Cluster of each point, values ``0..C-1`` with every cluster used (e.g. k-means
-        labels); default one cluster per class (``problem.label_codes``).
+        labels), in place of the problem's own (``problem.with_clusters``); default the
+        problem's clusters, or one cluster per class (``problem.label_codes``) when it
+        has none.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The cvxpy solver, in any case.
     method : {"full", "cutting-plane", "aggregated"}, default="full"
@@ -229,11 +232,12 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
     >>> two.certified, two.metric.shape
     (True, (2, 4, 4))
     """
-    clusters = check_clusters(problem, clusters)
-    return _solve(problem, clusters, solver, method, tol, formulation, solver_options, options)
+    if clusters is not None or problem.clusters is None:
+        problem = problem.with_clusters(problem.label_codes if clusters is None else clusters)
+    return _solve(problem, solver, method, tol, formulation, solver_options, options)
 
 
-def _solve(problem, clusters, solver, method, tol, formulation, solver_options, options):
+def _solve(problem, solver, method, tol, formulation, solver_options, options):
     solver = check_solver(solver)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
@@ -243,10 +247,10 @@ def _solve(problem, clusters, solver, method, tol, formulation, solver_options, 
         if formulation is not None:
             raise ValueError("formulation applies to method='full' or 'cutting-plane'; the "
                              "aggregated scheme always solves the dual.")
-        return solve_aggregated(problem, clusters, solver, tol=tol,
+        return solve_aggregated(problem, solver, tol=tol,
                                 solver_options=solver_options, **options)
     if method == "cutting-plane":
-        return solve_cutting_plane(problem, clusters, solver, tol=tol,
+        return solve_cutting_plane(problem, solver, tol=tol,
                                    formulation=formulation or "dual",
                                    solver_options=solver_options, **options)
     if options:
@@ -254,7 +258,6 @@ def _solve(problem, clusters, solver, method, tol, formulation, solver_options, 
     space = reduced_space(problem)
     triplets = problem.all_triplets()
     solve = FORMULATIONS[formulation or "primal"]
-    solution = solve(problem, space, cluster_owner(problem, clusters), triplets, solver,
-                     solver_options=solver_options)
+    solution = solve(problem, space, triplets, solver, solver_options=solver_options)
     label = "dual" if formulation == "dual" else "full"
-    return certified_result(problem, space, clusters, solution, triplets, solver, label, tol)
+    return certified_result(problem, space, solution, triplets, solver, label, tol)

@@ -10,7 +10,7 @@ from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.clusters import lift_metrics
-from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.formulations.sdp import SDPSolution
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
@@ -48,7 +48,7 @@ class SDPResult(CertifiedResult):
     rounds : list
         The constraint-generation rounds.
     clusters : ndarray of int of shape (n_samples,) or None
-        The cluster of each point for multi-metric LMNN.
+        The cluster of each point for multi-metric LMNN (the certificate's problem's).
 
     Examples
     --------
@@ -78,7 +78,10 @@ class SDPResult(CertifiedResult):
     multipliers: np.ndarray  # (T,) their dual multipliers as the solver returned them
     timings: dict
     rounds: list = field(default_factory=list)
-    clusters: np.ndarray | None = None
+
+    @property
+    def clusters(self) -> np.ndarray | None:
+        return self.certificate.clusters
 
     @property
     def converged(self) -> bool:
@@ -98,9 +101,9 @@ class SDPResult(CertifiedResult):
                 f"build={self.timings['build']:.2f}s, solve={self.timings['solve']:.2f}s{clusters})")
 
 
-def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray | None,
-                     solution: SDPSolution, triplets: np.ndarray, solver: str, method: str,
-                     tol: float, rounds: list | None = None, budget_spent: bool = False) -> SDPResult:
+def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSolution,
+                     triplets: np.ndarray, solver: str, method: str, tol: float,
+                     rounds: list | None = None, budget_spent: bool = False) -> SDPResult:
     """Project the solver's metrics onto the PSD cone, lift them, push killable impostors out
     (``sdp.push_out_of_null_spaces``) and certify them.
 
@@ -109,14 +112,12 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
     if not np.all(np.isfinite(solution.metrics_reduced)) or not np.all(np.isfinite(solution.multipliers)):
         raise RuntimeError(f"{solver} returned no usable solution (status "
                            f"{solution.status!r}); try the other solver or solver_options.")
-    metrics = lift_metrics(problem, space, cluster_owner(problem, clusters),
-                           solution.metrics_reduced)
-    metric = metrics if clusters is not None else metrics[0]
+    metrics = lift_metrics(problem, space, solution.metrics_reduced)
+    metric = metrics if problem.clusters is not None else metrics[0]
     certificates = {
-        "solver multipliers": certify(problem, metric, clusters=clusters, triplets=triplets,
+        "solver multipliers": certify(problem, metric, triplets=triplets,
                                       multipliers=solution.multipliers, tol=tol, space=space),
-        "complementary slackness": certify(problem, metric, clusters=clusters, tol=tol,
-                                           space=space, solver=solver),
+        "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
     }
     certificate = max(certificates.values(), key=lambda c: c.lower)
     return SDPResult(certificate=certificate, certificates=certificates,
@@ -124,7 +125,7 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, clusters: np.nda
                      method=method, n_triplets=len(triplets), triplets=triplets,
                      multipliers=solution.multipliers,
                      timings={"build": solution.build_time, "solve": solution.solve_time},
-                     rounds=rounds or [], clusters=clusters)
+                     rounds=rounds or [])
 
 
 def stop_status(certificate: Certificate, budget_spent: bool) -> dict:

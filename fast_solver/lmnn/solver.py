@@ -73,7 +73,7 @@ from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
-from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
 from lmnn_sdp.core.space import sphered_space
 from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
@@ -115,7 +115,8 @@ def solve(
     Parameters
     ----------
     problem : LMNNProblem
-        Inputs, labels, target neighbours and ``mu``.
+        Inputs, labels, target neighbours and ``mu``; with ``problem.clusters``, the
+        multi-metric objective (eq. 16).
     M0 : array-like of shape (d, d) or (C, d, d), optional
         PSD starting metric(s). For LMNN the Euclidean one by default, rescaled by
         its best multiple on a sample (``fast_solver.lmnn.start``).
@@ -124,7 +125,9 @@ def solve(
         (sec. 5.2; a solve of its own, with the same options).
     clusters : array-like of int, shape (n,), optional
         Cluster of each point (``0..C-1``, every cluster used): one metric per
-        cluster (multi-metric LMNN, eq. 16). ``None`` solves LMNN.
+        cluster (multi-metric LMNN, eq. 16), in place of the problem's own
+        (``problem.with_clusters``). ``None`` solves the problem as it is: LMNN
+        when it has no clusters.
     tol : float, default=1e-6
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
     max_iter : int, default=1000
@@ -182,12 +185,14 @@ def solve(
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
+    if clusters is not None:
+        problem = problem.with_clusters(clusters)
     if problem.pull_vanishes():
-        return _without_pull(problem, clusters, tol)
-    if clusters is not None and M0 is None:
-        M0 = solve(problem, tol=tol, max_iter=max_iter, band=band, search=search).metric
+        return _without_pull(problem, tol)
+    if problem.clusters is not None and M0 is None:
+        M0 = solve(problem.with_clusters(None), tol=tol, max_iter=max_iter, band=band, search=search).metric
     with threadpool_limits(1, user_api="blas"):
-        run = _Run(problem, clusters, band, search, tol)
+        run = _Run(problem, band, search, tol)
         return run.solve(_start(problem, run.whitening, M0), max_iter, callback, progress)
 
 
@@ -204,11 +209,9 @@ class _Candidate:
 class _Run:
     """State of one solve: whitened space, searches, bounds found so far, counters."""
 
-    def __init__(self, problem: LMNNProblem, clusters, band: float, search: str, tol: float):
+    def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float):
         self.problem, self.tol = problem, tol
-        owner = cluster_owner(problem, clusters)
-        self.clusters = None if clusters is None else owner  # None proves LMNN, else eq. 16
-        self.whitening: ClusterWhitening = whiten_clusters(problem, owner)
+        self.whitening: ClusterWhitening = whiten_clusters(problem)
         self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
@@ -365,10 +368,9 @@ class _Run:
         metrics = w.lift(self.upper.metric)
         if w.singular:  # killable impostors were left out: push them out
             metrics = w.push_out(self.problem, metrics)
-        single = self.clusters is None
+        single = self.problem.clusters is None
         self.certificate = prove(self.problem, metrics[0] if single else metrics,
-                                 self.lower.triplets, self.lower.multipliers, clusters=self.clusters,
-                                 tol=self.tol)
+                                 self.lower.triplets, self.lower.multipliers, tol=self.tol)
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
@@ -420,7 +422,7 @@ class _Run:
             stages=list(self.stages), timings=dict(self.timings))
 
 
-def _without_pull(problem: LMNNProblem, clusters, tol: float) -> FastLMNNResult:
+def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
     """eq. 14 (eq. 16) when every point coincides with its target neighbours.
 
     The pull term vanishes and each triplet costs ``mu [1 - D(i, l)]_+``. With ``B`` the
@@ -438,13 +440,11 @@ def _without_pull(problem: LMNNProblem, clusters, tol: float) -> FastLMNNResult:
     distances = distances[distances > 0]  # a difference below the sphered rounding stays
     t = 2.0 / distances.min() if len(distances) else 1.0
     M = t * (space.basis @ space.basis.T)
-    owner = cluster_owner(problem, clusters)
-    metric = M if clusters is None else np.broadcast_to(M, (int(owner.max()) + 1, *M.shape))
+    metric = M if problem.clusters is None else np.broadcast_to(M, (problem.n_clusters, *M.shape))
     k = problem.k
     triplets = np.column_stack([np.repeat(i[same], k), problem.targets[i[same]].ravel(),
                                 np.repeat(l[same], k)])
-    certificate = prove(problem, metric, triplets, np.full(len(triplets), problem.mu),
-                        clusters=None if clusters is None else owner, tol=tol)
+    certificate = prove(problem, metric, triplets, np.full(len(triplets), problem.mu), tol=tol)
     why = ("every point coincides with its target neighbours, so eq. 14 is minimised by any "
            "metric that puts the impostors that differ from their point beyond the margin")
     message = (f"converged: {why}" if certificate.certified else

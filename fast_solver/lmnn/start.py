@@ -25,14 +25,15 @@ SEARCH_STEPS = 30
 
 
 def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
-    """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero.
+    """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero,
+    the metric of a problem with one cluster.
 
     Each anchor's distances to the other classes are sorted once, with prefix
     sums, so ``e(s)`` costs a binary search per target pair."""
     Xc = problem.X_centered
     n = problem.n_samples
     anchors = np.unique(np.linspace(0, n - 1, min(ANCHORS, n)).astype(np.intp))
-    target_d = problem.target_distances(M)
+    target_d = problem.target_distances(M[None])
     unit = n * problem.k / max(float(target_d.sum()), np.finfo(float).tiny)
     XM = Xc @ M
     sq = np.einsum("nd,nd->n", XM, Xc)

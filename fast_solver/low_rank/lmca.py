@@ -36,7 +36,7 @@ from fast_solver.lmnn.solver import solve
 from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
-from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
+from lmnn_sdp.core.space import data_range, pull_matrices, units_space
 
 INITS = ("pca", "lda", "identity", "random")
 PULL_FLOOR = 1e-6
@@ -133,8 +133,7 @@ def pull_whitening(problem: LMNNProblem) -> tuple[np.ndarray, np.ndarray]:
     (the full-rank solver pushes it out at no cost afterwards), its eigenvalues are raised to
     ``PULL_FLOOR`` times the largest: a low-rank map may need those directions."""
     V = data_range(problem)
-    reduced = ReducedSpace(basis=V, inputs=problem.X_centered @ V)
-    P = pull_matrices(problem, reduced, np.zeros(problem.n_samples, np.intp))[0]
+    P = pull_matrices(problem, units_space(problem))[0]
     w, U = np.linalg.eigh(P)
     w = np.maximum(w, PULL_FLOOR * w[-1]) if w[-1] > 0 else np.ones_like(w)
     return V @ (U / np.sqrt(w)), (U * np.sqrt(w)).T @ V.T

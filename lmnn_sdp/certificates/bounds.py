@@ -68,7 +68,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets, cluster_owner, triplet_keys
+from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.core.psd import check_psd
 from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, sphered_space
 
@@ -107,13 +107,15 @@ class DualBound:
     n_dropped: int = 0  # impostor multipliers set to 0 for them
 
 
-def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: ReducedSpace | None = None,
-                     clusters=None) -> DualBound:
-    """Rigorous lower bound on the optimum of eq. 14 (or of sec. 5.2 with ``clusters``).
+def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
+                     space: ReducedSpace | None = None) -> DualBound:
+    """Rigorous lower bound on the optimum of eq. 14 (or of sec. 5.2 with clusters).
 
     Parameters
     ----------
     problem : LMNNProblem
+        With ``clusters`` for multi-metric LMNN (eq. 16); without, LMNN, the case of one
+        cluster.
     triplets : array-like of int, shape (T, 3)
         Distinct triplets of the problem (``check_genuine_triplets``) where the
         multiplier is positive; those with multiplier 0 are ignored.
@@ -122,9 +124,6 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     space : ReducedSpace, optional
         Coordinates of the data range to work in; ``core.space.sphered_space(problem)``
         by default (the coordinates of every certificate).
-    clusters : array-like of int, shape (n,), optional
-        Cluster of each point for multi-metric LMNN (eq. 16); ``None`` is single-metric
-        LMNN, the case of one cluster.
 
     Returns
     -------
@@ -138,9 +137,8 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers, space: Reduced
     keep = lam > 0
     t, lam = t[keep], lam[keep]
     check_genuine_triplets(problem, t)
-    owner = cluster_owner(problem, clusters)
-    C, Xr = int(owner.max()) + 1, space.inputs
-    A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
+    owner, C, Xr = problem.owner, problem.n_clusters, space.inputs
+    A = (1.0 - problem.mu) * pull_matrices(problem, space)
     shift = _allowance(problem, space, owner, A, t, lam)
     free, F = _free_triplets(problem, Xr, owner, t, lam, C)
     A = A + F
@@ -212,7 +210,7 @@ REPAIR_DIRECTIONS = 16  # eigenvectors per programme, the lowest relative to the
 
 
 def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: ReducedSpace | None = None,
-                       clusters=None, max_decrease: float = np.inf) -> np.ndarray:
+                       max_decrease: float = np.inf) -> np.ndarray:
     """Multipliers (T,) lowered where ``Z_c(lambda)`` falls below its rounding allowance, by
     the least total decrease, so that ``dual_lower_bound`` needs no (or less) scaling.
 
@@ -239,9 +237,8 @@ def repair_multipliers(problem: LMNNProblem, triplets, multipliers, space: Reduc
     space = space or sphered_space(problem)
     t = check_triplets(triplets, problem.n_samples)
     lam = boxed_multipliers(multipliers, len(t), problem.mu)
-    owner = cluster_owner(problem, clusters)
-    C, Xr = int(owner.max()) + 1, space.inputs
-    A = (1.0 - problem.mu) * pull_matrices(problem, space, owner)
+    owner, C, Xr = problem.owner, problem.n_clusters, space.inputs
+    A = (1.0 - problem.mu) * pull_matrices(problem, space)
     for round in range(REPAIR_ROUNDS):
         shift = _allowance(problem, space, owner, A, t, lam)
         if round == 0:  # as dual_lower_bound: no impostor multipliers for a singular cluster
@@ -413,8 +410,8 @@ def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float)
     return lo
 
 
-def check_candidate_metric(problem: LMNNProblem, M, clusters=None):
-    """Validate a candidate metric (d, d), or with ``clusters`` (n,) the metrics (C, d, d),
+def check_candidate_metric(problem: LMNNProblem, M):
+    """Validate a candidate metric (d, d), or for a problem with clusters the metrics (C, d, d),
     one per cluster (eq. 16): finite, symmetric, PSD up to rounding.
 
     Eigenvalues in ``[-1e-8 max|M|, 0)`` are rounding (``core.psd.check_psd``); the metric is
@@ -422,12 +419,12 @@ def check_candidate_metric(problem: LMNNProblem, M, clusters=None):
     (``core.rounding``), so that ``verify`` evaluates exactly the matrix that was proved.
     Returns ``(M, min_eig)`` with ``min_eig`` the smallest eigenvalue of the matrices."""
     M = np.asarray(M)
-    if clusters is None:
+    if problem.clusters is None:
         if M.ndim != 2:
             raise ValueError(f"M must be one metric of shape (d, d), got {M.shape}; pass "
                              "clusters for one metric per cluster.")
         return check_psd(problem.check_metric(M))
-    C = int(check_clusters(problem, clusters).max()) + 1
+    C = problem.n_clusters
     if M.ndim != 3 or len(M) != C:
         raise ValueError(f"metrics must have shape (n_clusters, d, d) with n_clusters={C}, "
                          f"got {M.shape}: one metric per cluster (eq. 16).")

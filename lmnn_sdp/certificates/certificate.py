@@ -20,7 +20,7 @@ import numpy as np
 
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap, repair_multipliers
-from lmnn_sdp.core.problem import LMNNProblem, check_clusters, check_triplets
+from lmnn_sdp.core.problem import LMNNProblem, check_triplets
 from lmnn_sdp.core.rounding import summation
 
 KINDS = ("lmnn", "multi-metric-lmnn")
@@ -54,8 +54,9 @@ class Certificate:
         The evidence: the triplets with a positive multiplier, and those multipliers;
         ``dual_lower_bound(problem, triplets, multipliers)`` proves ``lower``.
     problem : LMNNProblem
+        With its clusters for multi-metric LMNN (eq. 16).
     clusters : ndarray of int, shape (n,), or None
-        Cluster of each point for multi-metric LMNN (eq. 16); None for LMNN.
+        ``problem.clusters``: the cluster of each point for multi-metric LMNN; None for LMNN.
     min_eig_metric : float or None
         Smallest eigenvalue of the metric(s) as given (None when only loaded; ``verify``
         re-derives it).
@@ -97,7 +98,6 @@ class Certificate:
     triplets: np.ndarray
     multipliers: np.ndarray
     problem: LMNNProblem
-    clusters: np.ndarray | None = None
     upper_error: float = 0.0
     lower_error: float = 0.0
     refused: str = ""
@@ -108,6 +108,10 @@ class Certificate:
     n_dropped: int = 0
     provenance: str = "computed"
     timings: dict = field(default_factory=dict)
+
+    @property
+    def clusters(self) -> np.ndarray | None:
+        return self.problem.clusters
 
     @property
     def kind(self) -> str:
@@ -141,14 +145,13 @@ class Certificate:
         a ValueError names the first stated number the evidence does not support."""
         start = time.perf_counter()
         fresh = prove(self.problem, self.metric, self.triplets, self.multipliers,
-                      clusters=self.clusters, tol=self.tol, repair=False, check=False)
+                      tol=self.tol, repair=False, check=False)
         slack = lambda value: rtol * max(1.0, abs(value))  # noqa: E731
         if not abs(fresh.upper - self.upper) <= self.upper_error + fresh.upper_error:
             raise ValueError(f"certificate refused: the metric's objective is {fresh.upper!r} "
                              f"(+-{fresh.upper_error:.3g}), not the stated upper={self.upper!r} "
                              f"(+-{self.upper_error:.3g}).")
-        disagreement = independent_check(self.problem, self.metric, self.clusters, self.upper,
-                                         self.upper_error)
+        disagreement = independent_check(self.problem, self.metric, self.upper, self.upper_error)
         if disagreement:
             raise ValueError(f"certificate refused: {disagreement}")
         for name in ("upper_error", "lower_error"):
@@ -182,7 +185,7 @@ class Certificate:
                   "mu": p.mu, "classes": len(p.classes), "triplets": p.n_triplets}
         if self.clusters is not None:
             arrays["clusters"] = self.clusters.astype(np.int64)
-            fields["clusters"] = int(self.clusters.max()) + 1
+            fields["clusters"] = p.n_clusters
         fields.update(upper=self.upper, upper_error=self.upper_error, lower=self.lower,
                       lower_error=self.lower_error, relative_gap=self.relative_gap,
                       certified=self.certified, refused=self.refused, tol=self.tol)
@@ -201,13 +204,12 @@ class Certificate:
         if fields.get("problem") not in KINDS:
             raise ValueError(f"{path}: problem={fields.get('problem')!r} is not one of {KINDS}.")
         problem = LMNNProblem(arrays["X"], arrays["y"], targets=arrays["targets"],
-                              mu=float(arrays["mu"]))
-        clusters = arrays.get("clusters")
+                              mu=float(arrays["mu"]), clusters=arrays.get("clusters"))
         stated = {"n": problem.n_samples, "d": problem.n_features, "k": problem.k,
                   "mu": problem.mu, "classes": len(problem.classes),
                   "triplets": problem.n_triplets}
-        if clusters is not None:
-            stated["clusters"] = int(clusters.max()) + 1
+        if problem.clusters is not None:
+            stated["clusters"] = problem.n_clusters
         for name, value in stated.items():
             if fields.get(name) != value:
                 raise ValueError(f"{path}: the fields say {name}={fields.get(name)!r} but the "
@@ -216,15 +218,14 @@ class Certificate:
                    lower_error=fields["lower_error"], relative_gap=fields["relative_gap"],
                    certified=fields["certified"], refused=fields["refused"], tol=fields["tol"],
                    metric=arrays["M"], triplets=arrays["triplets"],
-                   multipliers=arrays["multipliers"], problem=problem, clusters=clusters,
-                   provenance="loaded", timings={"load": time.perf_counter() - start})
+                   multipliers=arrays["multipliers"], problem=problem, provenance="loaded", timings={"load": time.perf_counter() - start})
 
 
-def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
+def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
           tol: float = 1e-6, repair: bool = True, check: bool = True) -> Certificate:
     """The certificate that ``multipliers`` on ``triplets`` (T, 3) give ``metric``.
 
-    ``metric`` is (d, d), or (C, d, d) with ``clusters`` (n,) for multi-metric LMNN.
+    ``metric`` is (d, d), or (C, d, d) for a ``problem`` with clusters (multi-metric LMNN).
     ``upper`` is eq. 14 at ``metric`` evaluated on the centred inputs with its rounding
     bound (``LMNNProblem.evaluate``); the lower bound is proved in the sphered data range
     (``bounds.dual_lower_bound``'s default), where ``verify`` re-derives it. When the
@@ -236,18 +237,15 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     start = time.perf_counter()
-    if clusters is not None:
-        clusters = check_clusters(problem, clusters)
-    metric, min_eig = check_candidate_metric(problem, metric, clusters)
-    upper = problem.evaluate(metric, clusters)
+    metric, min_eig = check_candidate_metric(problem, metric)
+    upper = problem.evaluate(metric)
     triplets = check_triplets(triplets, problem.n_samples)
     multipliers = np.asarray(multipliers, dtype=float)
-    bound = dual_lower_bound(problem, triplets, multipliers, clusters=clusters)
+    bound = dual_lower_bound(problem, triplets, multipliers)
     if repair and bound.alpha < 1.0 and relative_gap(upper.value, bound.lower) > tol:
         scaling_cost = bound.multiplier_sum - bound.lower
-        repaired = repair_multipliers(problem, triplets, multipliers, clusters=clusters,
-                                      max_decrease=scaling_cost)
-        better = dual_lower_bound(problem, triplets, repaired, clusters=clusters)
+        repaired = repair_multipliers(problem, triplets, multipliers, max_decrease=scaling_cost)
+        better = dual_lower_bound(problem, triplets, repaired)
         if better.lower > bound.lower:
             multipliers, bound = repaired, better
     keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
@@ -255,23 +253,22 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, clusters=None,
     gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
     refused = ""
     if check and gap <= tol:
-        refused = independent_check(problem, metric, clusters, upper.value, upper.rounding)
+        refused = independent_check(problem, metric, upper.value, upper.rounding)
     return Certificate(upper=upper.value, upper_error=upper.rounding, lower=bound.lower,
                        lower_error=lower_error, relative_gap=gap,
                        certified=bool(gap <= tol and not refused), refused=refused,
                        tol=float(tol), metric=metric, triplets=triplets[keep],
-                       multipliers=multipliers[keep], problem=problem, clusters=clusters,
+                       multipliers=multipliers[keep], problem=problem,
                        dual_scale=bound.alpha, min_eig_metric=min_eig,
                        min_eig_dual=bound.min_eig_dual, singular_clusters=bound.singular_clusters,
                        n_dropped=bound.n_dropped, timings={"prove": time.perf_counter() - start})
 
 
-def independent_check(problem: LMNNProblem, metric, clusters, upper: float,
-                      upper_error: float) -> str:
+def independent_check(problem: LMNNProblem, metric, upper: float, upper_error: float) -> str:
     """"" when eq. 14 evaluated on the inputs less another origin
     (``LMNNProblem.independent_origin``: every distance rounds differently) agrees with
     ``upper`` to within ``upper_error`` plus its own rounding bound; else why not."""
-    other = problem.evaluate(metric, clusters, origin=problem.independent_origin())
+    other = problem.evaluate(metric, origin=problem.independent_origin())
     if abs(other.value - upper) <= upper_error + other.rounding:
         return ""
     return (f"an independent evaluation of eq. 14 gives {other.value!r} (+-{other.rounding:.3g}), "

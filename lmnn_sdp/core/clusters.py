@@ -27,7 +27,7 @@ import numpy as np
 
 from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
 from lmnn_sdp.core.psd import project_psd
-from lmnn_sdp.core.space import ReducedSpace, data_range, pull_matrices
+from lmnn_sdp.core.space import ReducedSpace, pull_matrices, units_space
 
 KILLABLE = 1e-12  # an impostor is killable when |N_c^T v|^2 > KILLABLE |v|^2
 NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
@@ -63,11 +63,11 @@ def cluster_spaces(pulls: np.ndarray, rtol: float = NULL_RTOL) -> ClusterSpaces:
                          nulls=tuple(U[c][:, ~keep[c]] for c in range(len(w))))
 
 
-def killable(space: ReducedSpace, cspaces: ClusterSpaces, clusters: np.ndarray,
+def killable(problem: LMNNProblem, space: ReducedSpace, cspaces: ClusterSpaces,
              triplets: np.ndarray) -> np.ndarray:
-    """Triplets (T, 3) whose impostor ``l`` lies in a singular cluster and has a
-    component on its null space (module docstring); bool (T,)."""
-    return killable_pairs(space.inputs, cspaces, clusters, triplets[:, 0], triplets[:, 2])
+    """Triplets (T, 3) whose impostor ``l`` lies in a singular cluster of ``problem`` and has
+    a component on its null space (module docstring); bool (T,)."""
+    return killable_pairs(space.inputs, cspaces, problem.owner, triplets[:, 0], triplets[:, 2])
 
 
 def killable_pairs(Xr: np.ndarray, cspaces: ClusterSpaces, clusters: np.ndarray, i: np.ndarray,
@@ -83,19 +83,19 @@ def killable_pairs(Xr: np.ndarray, cspaces: ClusterSpaces, clusters: np.ndarray,
     return out
 
 
-def lift_metrics(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                 metrics_reduced: np.ndarray) -> np.ndarray:
+def lift_metrics(problem: LMNNProblem, space: ReducedSpace, metrics_reduced: np.ndarray) -> np.ndarray:
     """An SDP's reduced metrics (C, r, r), projected onto the PSD cone and lifted to the
     inputs, with killable impostors pushed out (``push_out_of_null_spaces``): (C, d, d)."""
     if not np.all(np.isfinite(metrics_reduced)):
         raise RuntimeError("the SDP solver returned no metric; try the other solver.")
     lifted = np.stack([space.lift(project_psd(M)) for M in metrics_reduced])
-    return push_out_of_null_spaces(problem, space, clusters, lifted)
+    return push_out_of_null_spaces(problem, space, lifted)
 
 
-def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                            metrics: np.ndarray, cspaces: ClusterSpaces | None = None) -> np.ndarray:
-    """Add ``t_c N_c N_c^T`` to the metric of every singular cluster, shape (C, d, d).
+def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, metrics: np.ndarray,
+                            cspaces: ClusterSpaces | None = None) -> np.ndarray:
+    """Add ``t_c N_c N_c^T`` to the metric (C, d, d) of every singular cluster of ``problem``,
+    shape (C, d, d).
 
     ``t_c`` puts every killable impostor of cluster ``c`` at margin -1 or below;
     nothing else moves (target differences into ``c`` have no component on ``N_c``).
@@ -106,32 +106,30 @@ def push_out_of_null_spaces(problem: LMNNProblem, space: ReducedSpace, clusters:
     sphered coordinates put large entries on the directions of small spread. The one with
     the smaller eq. 14 plus rounding is returned."""
     if cspaces is None:
-        cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
+        cspaces = cluster_spaces(pull_matrices(problem, space))
     if not cspaces.singular:
         return np.array(metrics, dtype=float)
-    V = data_range(problem)
-    units = ReducedSpace(basis=V, inputs=problem.X_centered @ V)
-    candidates = [_pushed(problem, space, clusters, metrics, cspaces),
-                  _pushed(problem, units, clusters, metrics, cluster_spaces(pull_matrices(problem, units, clusters)))]
-    bounds = [problem.evaluate(M, clusters) for M in candidates]
+    units = units_space(problem)
+    candidates = [_pushed(problem, space, metrics, cspaces),
+                  _pushed(problem, units, metrics, cluster_spaces(pull_matrices(problem, units)))]
+    bounds = [problem.evaluate(M) for M in candidates]
     return candidates[int(np.argmin([b.value + b.rounding for b in bounds]))]
 
 
-def _pushed(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray, metrics: np.ndarray,
-            cspaces: ClusterSpaces) -> np.ndarray:
+def _pushed(problem: LMNNProblem, space: ReducedSpace, metrics: np.ndarray, cspaces: ClusterSpaces) -> np.ndarray:
     """``metrics`` plus ``t_c N_c N_c^T`` (lifted from ``space``) for every singular cluster."""
     out = np.array(metrics, dtype=float)
     for c in cspaces.singular:
-        t = _null_scale(problem, space, clusters, metrics, c, cspaces.nulls[c])
+        t = _null_scale(problem, space, metrics, c, cspaces.nulls[c])
         out[c] += space.lift(t * cspaces.nulls[c] @ cspaces.nulls[c].T)
     return out
 
 
-def _null_scale(problem, space, clusters, metrics, c, N) -> float:
+def _null_scale(problem, space, metrics, c, N) -> float:
     """Smallest ``t`` putting each killable impostor of cluster ``c`` at margin <= -1."""
     Xc, Y = problem.X_centered, space.inputs @ N  # (n, d), (n, r - r_c)
-    worst_target = problem.target_distances(metrics, clusters=clusters).max(axis=1)  # (n,)
-    codes, members = problem.label_codes, np.flatnonzero(clusters == c)
+    worst_target = problem.target_distances(metrics).max(axis=1)  # (n,)
+    codes, members = problem.label_codes, np.flatnonzero(problem.owner == c)
     block = max(1, BLOCK_BYTES // (16 * problem.n_samples * (Xc.shape[1] + space.rank)))
     t = 0.0
     for start in range(0, len(members), block):

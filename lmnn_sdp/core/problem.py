@@ -17,6 +17,7 @@ A triplet is a row ``(i, j, l)`` of an integer array of shape ``(T, 3)``:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -40,10 +41,12 @@ class LMNNProblem:
     """Labelled data, target neighbours and ``mu`` of one LMNN instance (eq. 14).
 
     Holds one instance of the LMNN objective of Weinberger & Saul (JMLR 2009,
-    eq. 14), with the linear hinge and unit margin (module docstring), and of
-    multi-metric LMNN (sec. 5.2, eq. 16) when a method is given ``clusters``.
-    Every solver of the library, exact or fast, solves this object. The inputs
-    are copied and every array attribute is read-only.
+    eq. 14), with the linear hinge and unit margin (module docstring), or with
+    ``clusters`` of multi-metric LMNN (sec. 5.2, eq. 16). Every solver of the
+    library, exact or fast, solves this object. The inputs are copied and every
+    array attribute is read-only; what they define (the data range and its
+    coordinates, the pull matrices: ``lmnn_sdp.core.space``) is computed once per
+    problem.
 
     Parameters
     ----------
@@ -62,6 +65,10 @@ class LMNNProblem:
         Explicit target neighbours: distinct points of the same class, none the
         point itself. Default: the ``k`` nearest points of the same class by
         Euclidean distance, ties broken by the smaller index.
+    clusters : array-like of int of shape (n_samples,), optional
+        Cluster of each point for multi-metric LMNN (eq. 16), values ``0..C-1`` with
+        every cluster used: the metric ``M_c`` of cluster ``c`` measures distances to
+        its points. None (the default) is LMNN, one metric for all points.
 
     Attributes
     ----------
@@ -87,6 +94,12 @@ class LMNNProblem:
         The inputs minus their mean.
     n_triplets : int
         Number of triplets ``(i, j, l)`` of eq. 14.
+    clusters : ndarray of int of shape (n_samples,), or None
+        The clusters as validated; None for LMNN.
+    owner : ndarray of int of shape (n_samples,)
+        The cluster of each point: ``clusters``, or zeros for LMNN.
+    n_clusters : int
+        Number of metrics ``C``: 1 for LMNN.
 
     Raises
     ------
@@ -94,10 +107,11 @@ class LMNNProblem:
         ``X`` not 2-D, empty or not finite; ``y`` of the wrong shape or with NaN; a
         single class; ``mu`` outside [0, 1]; ``k < 1`` or a class with at most ``k``
         members; ``targets`` of the wrong shape, out of range, repeated, the point
-        itself or of another class, or disagreeing with ``k``.
+        itself or of another class, or disagreeing with ``k``; ``clusters`` of the
+        wrong shape, negative or with an unused index.
     TypeError
         Non-real ``X`` (complex, strings, objects, dates), a non-integer ``k``, a
-        non-real ``mu`` or non-integer ``targets``.
+        non-real ``mu``, non-integer ``targets`` or non-integer ``clusters``.
 
     See Also
     --------
@@ -118,9 +132,17 @@ class LMNNProblem:
     (30, 2)
     >>> round(problem.objective(np.eye(4)), 3)
     12.755
+
+    One metric per class (eq. 16):
+
+    >>> per_class = problem.with_clusters(problem.label_codes)
+    >>> per_class
+    LMNNProblem(n=30, d=4, k=2, mu=0.5, classes=3, triplets=1200, clusters=3)
+    >>> round(per_class.objective(np.stack([np.eye(4)] * 3)), 3)
+    12.755
     """
 
-    def __init__(self, X, y, k: int | None = None, mu: float = 0.5, targets=None):
+    def __init__(self, X, y, k: int | None = None, mu: float = 0.5, targets=None, clusters=None):
         self.X = _readonly(check_inputs(X))
         self.n_samples, self.n_features = self.X.shape
         self.y = _readonly(check_labels(y, self.n_samples))
@@ -141,13 +163,98 @@ class LMNNProblem:
         else:
             self.targets = _readonly(_check_targets(targets, self.label_codes, k))
             self.k = self.targets.shape[1]
-        self._pull = None
+        self._derived = {}  # what the inputs and targets define, computed once (``pull_matrix``, core.space)
+        self._set_clusters(clusters)
+
+    def _set_clusters(self, clusters) -> None:
+        self._clusters = None if clusters is None else check_clusters(clusters, self.n_samples)
+        self._owner = (_readonly(np.zeros(self.n_samples, np.intp)) if clusters is None
+                       else self._clusters)
+        self._pulls = weakref.WeakKeyDictionary()  # pull matrices per space (core.space)
+
+    def __getstate__(self) -> dict:  # a pickle holds what defines the problem, not what it computed
+        return {**self.__dict__, "_derived": {}, "_pulls": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pulls = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
+        clusters = "" if self._clusters is None else f", clusters={self.n_clusters}"
         return (
             f"LMNNProblem(n={self.n_samples}, d={self.n_features}, k={self.k}, "
-            f"mu={self.mu}, classes={len(self.classes)}, triplets={self.n_triplets})"
+            f"mu={self.mu}, classes={len(self.classes)}, triplets={self.n_triplets}{clusters})"
         )
+
+    @property
+    def clusters(self) -> np.ndarray | None:
+        """The cluster of each point for multi-metric LMNN (eq. 16), or None for LMNN.
+
+        Returns
+        -------
+        ndarray of int of shape (n_samples,), or None
+            Values ``0..C-1``, every cluster used; read-only.
+        """
+        return self._clusters
+
+    @property
+    def owner(self) -> np.ndarray:
+        """The cluster of each point, whose metric measures distances to it (eq. 16).
+
+        Returns
+        -------
+        ndarray of int of shape (n_samples,)
+            ``clusters``, or zeros for LMNN (the case of one cluster); read-only.
+        """
+        return self._owner
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of metrics ``C`` of the problem: 1 for LMNN."""
+        return 1 if self._clusters is None else int(self._clusters.max()) + 1
+
+    def with_clusters(self, clusters) -> LMNNProblem:
+        """The same problem with other clusters: the same arrays and targets.
+
+        What the inputs and targets define (the data range and its coordinates,
+        ``lmnn_sdp.core.space``) is shared with this problem; what the clusters define
+        (the pull matrices per cluster) is computed anew.
+
+        Parameters
+        ----------
+        clusters : array-like of int of shape (n_samples,), or None
+            Cluster of each point (eq. 16), values ``0..C-1``, every cluster used;
+            None for LMNN.
+
+        Returns
+        -------
+        LMNNProblem
+            A new problem; this one is unchanged.
+
+        Raises
+        ------
+        ValueError
+            ``clusters`` of the wrong shape, negative or with an unused index.
+        TypeError
+            Non-integer ``clusters``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import load_iris
+        >>> from lmnn_sdp import LMNNProblem
+        >>> X, y = load_iris(return_X_y=True)
+        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
+        >>> two = problem.with_clusters(np.arange(30) % 2)
+        >>> two.n_clusters, two.targets is problem.targets
+        (2, True)
+        >>> two.with_clusters(None).clusters is None
+        True
+        """
+        other = object.__new__(LMNNProblem)
+        other.__dict__.update(self.__dict__)  # the same arrays and memo of what they define
+        other._set_clusters(clusters)
+        return other
 
     @property
     def X_centered(self) -> np.ndarray:
@@ -215,7 +322,8 @@ class LMNNProblem:
             One metric, or with ``clusters`` one metric per cluster; the distance to
             ``x_j`` uses the metric of ``j``'s cluster (eq. 16). Not checked for PSD.
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
 
         Returns
         -------
@@ -260,7 +368,8 @@ class LMNNProblem:
         M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
             One metric, or with ``clusters`` one metric per cluster (eq. 16).
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
         origin : array-like of shape (n_features,), optional
             Subtracted from the inputs before distances are computed; the mean by default.
 
@@ -390,10 +499,10 @@ class LMNNProblem:
         >>> bool(np.isclose(np.trace(P), problem.target_distances(np.eye(4)).sum()))
         True
         """
-        if self._pull is None:
+        if "pull" not in self._derived:
             V = self._Xc[np.repeat(np.arange(self.n_samples), self.k)] - self._Xc[self.targets.ravel()]
-            self._pull = _readonly(V.T @ V)
-        return self._pull
+            self._derived["pull"] = _readonly(V.T @ V)
+        return self._derived["pull"]
 
     def target_distances(self, M, clusters=None) -> np.ndarray:
         """The distances ``D_M(x_i, x_j)`` of every point to its target neighbours.
@@ -405,7 +514,8 @@ class LMNNProblem:
         M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
             One metric, or with ``clusters`` one metric per cluster.
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
 
         Returns
         -------
@@ -446,7 +556,8 @@ class LMNNProblem:
             Rows ``(i, j, l)``; only the indices are checked, not that they form triplets
             of the problem.
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
 
         Returns
         -------
@@ -505,7 +616,8 @@ class LMNNProblem:
         band : float, default=0.0
             Finite and at least 0.
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
 
         Returns
         -------
@@ -597,15 +709,16 @@ class LMNNProblem:
     def metrics(self, M, clusters=None) -> tuple[np.ndarray, np.ndarray]:
         """The metric(s) ``M`` checked and stacked, with the cluster of each point.
 
-        Without ``clusters``, ``M`` is one metric and every point is in cluster 0; with
-        them, ``M`` holds one metric per cluster (eq. 16).
+        For LMNN, ``M`` is one metric (or a stack of one) and every point is in cluster 0;
+        with clusters, ``M`` holds one metric per cluster (eq. 16).
 
         Parameters
         ----------
         M : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
             One metric, or with ``clusters`` one metric per cluster. Not checked for PSD.
         clusters : array-like of int of shape (n_samples,), optional
-            Cluster of each point, values ``0..C-1``, every cluster used.
+            Other clusters than the problem's (as ``with_clusters``); by default the
+            problem's own.
 
         Returns
         -------
@@ -635,15 +748,15 @@ class LMNNProblem:
         >>> metrics.shape
         (3, 4, 4)
         """
-        owner = cluster_owner(self, clusters)
-        if clusters is None:
-            return self.check_metric(M)[None], owner
+        problem = self if clusters is None else self.with_clusters(clusters)
         M = np.asarray(M)
-        C = int(owner.max()) + 1
+        if problem.clusters is None and not (M.ndim == 3 and len(M) == 1):
+            return self.check_metric(M)[None], problem.owner
+        C = problem.n_clusters
         if M.ndim != 3 or len(M) != C:
             raise ValueError(f"metrics must have shape (n_clusters, d, d) = ({C}, {self.n_features}, "
                              f"{self.n_features}), got {M.shape}: one metric per cluster (eq. 16).")
-        return np.stack([self.check_metric(m) for m in M]), owner
+        return np.stack([self.check_metric(m) for m in M]), problem.owner
 
     # -- internals ------------------------------------------------------------
     def check_metric(self, M) -> np.ndarray:
@@ -940,14 +1053,10 @@ def _check_index_dtype(t: np.ndarray, name: str) -> None:
     raise TypeError(f"{name} must hold integer indices, got dtype={t.dtype}; {fix}.")
 
 
-def check_clusters(problem: LMNNProblem, clusters) -> np.ndarray:
-    """Validated cluster assignment (n,) of intp in 0..C-1, every cluster used (eq. 16).
-
-    ``None`` gives one cluster per class (``problem.label_codes``, sec. 5.2)."""
-    if clusters is None:
-        return problem.label_codes
+def check_clusters(clusters, n: int) -> np.ndarray:
+    """``clusters`` as a read-only intp array (n,) of ``0..C-1``, every cluster used (eq. 16),
+    or an error naming the fix."""
     c = np.asarray(clusters)
-    n = problem.n_samples
     if c.ndim != 1 or len(c) != n:
         raise ValueError(f"clusters must have shape (n_samples,) = ({n},), got {c.shape}; "
                          "give one cluster index per point.")
@@ -961,10 +1070,4 @@ def check_clusters(problem: LMNNProblem, clusters) -> np.ndarray:
         raise ValueError(f"cluster {empty[0]} has no members, so its metric would be "
                          "meaningless; number the clusters 0..C-1 with every index used, "
                          "e.g. np.unique(clusters, return_inverse=True)[1].")
-    return c.astype(np.intp)
-
-
-def cluster_owner(problem: LMNNProblem, clusters) -> np.ndarray:
-    """The cluster of each point (n,): all 0 for single-metric LMNN (``clusters`` None),
-    else ``check_clusters``."""
-    return np.zeros(problem.n_samples, np.intp) if clusters is None else check_clusters(problem, clusters)
+    return _readonly(c.astype(np.intp))

@@ -9,10 +9,16 @@ every formulation works on ``X_r = X_c V / c`` (n, r) and a metric ``M_r`` (r, r
 and the optimum over ``M_r`` is the optimum over ``M``. This removes the free
 directions of rank-deficient data and puts target distances near 1, which is the
 scale at which Clarabel and SCS are accurate.
+
+A problem is immutable, so what it defines is computed once and kept with it: the
+data range and its three coordinate systems (they depend on the inputs and targets
+alone, and ``LMNNProblem.with_clusters`` shares them) and the pull matrices per
+coordinate system (they depend on the clusters too).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +27,7 @@ import scipy.sparse as sp
 from lmnn_sdp.core.problem import LMNNProblem
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReducedSpace:
     """Coordinates ``X_r = X_c @ basis`` (n, r) of the data range: those of the exact
     solvers (``reduced_space``) or the fast solver's whitened ones (``lmnn_sdp.core.whitening``)."""
@@ -39,6 +45,27 @@ class ReducedSpace:
         return (M + M.T) / 2
 
 
+def _computed_once(compute):
+    """``compute(problem)`` made to run once per problem: the value is kept with the problem
+    and its ``with_clusters`` copies, so ``compute`` must depend on the inputs and targets
+    alone. Arrays are returned read-only (every caller shares them)."""
+    @functools.wraps(compute)
+    def once(problem: LMNNProblem):
+        derived = problem._derived
+        if compute not in derived:
+            derived[compute] = _readonly(compute(problem))
+        return derived[compute]
+    return once
+
+
+def _readonly(value):
+    arrays = [value] if isinstance(value, np.ndarray) else [value.basis, value.inputs]
+    for a in arrays:
+        a.flags.writeable = False
+    return value
+
+
+@_computed_once
 def data_range(problem: LMNNProblem) -> np.ndarray:
     """An orthonormal basis ``V`` (d, r) of the span of the centred inputs (singular values
     above ``max(n, d) eps`` of the largest), or a ValueError when all inputs coincide."""
@@ -50,6 +77,7 @@ def data_range(problem: LMNNProblem) -> np.ndarray:
     return Vt[:rank].T
 
 
+@_computed_once
 def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     """The data range of ``problem`` with target distances scaled to mean 1."""
     Xc = problem.X_centered
@@ -59,6 +87,7 @@ def reduced_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=Xc @ basis)
 
 
+@_computed_once
 def sphered_space(problem: LMNNProblem) -> ReducedSpace:
     """The data range in sphered coordinates ``X_c V S^{-1}`` (``S`` (r,) the singular values
     of ``X_c V``): every direction of the data has the same spread, whatever the units of the
@@ -70,12 +99,24 @@ def sphered_space(problem: LMNNProblem) -> ReducedSpace:
     return ReducedSpace(basis=basis, inputs=problem.X_centered @ basis)
 
 
-def pull_matrices(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray) -> np.ndarray:
+@_computed_once
+def units_space(problem: LMNNProblem) -> ReducedSpace:
+    """The data range in the units of the inputs: ``X_c V`` with ``V`` (d, r) an orthonormal
+    basis of it (``data_range``)."""
+    V = data_range(problem)
+    return ReducedSpace(basis=V, inputs=problem.X_centered @ V)
+
+
+def pull_matrices(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
     """The pull matrices ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` in the coordinates of ``space``,
-    for the cluster ``owner`` (n,) of each point; shape (C, r, r) (C = 1 for LMNN)."""
-    n, k = problem.targets.shape
-    return cluster_scatter(space.inputs, owner, np.repeat(np.arange(n), k),
-                           problem.targets.ravel(), np.ones(n * k), int(owner.max()) + 1)
+    for the clusters of ``problem`` (``problem.owner``); shape (C, r, r) (C = 1 for LMNN),
+    read-only. Computed once per problem and space (kept while the space lives)."""
+    pulls = problem._pulls
+    if space not in pulls:
+        n, k = problem.targets.shape
+        pulls[space] = _readonly(cluster_scatter(space.inputs, problem.owner, np.repeat(np.arange(n), k),
+                                                 problem.targets.ravel(), np.ones(n * k), problem.n_clusters))
+    return pulls[space]
 
 
 def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,

@@ -41,7 +41,7 @@ from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
 NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Whitening(ReducedSpace):
     """Whitened inputs of one problem and the maps between metrics: a ``ReducedSpace``
     whose ``lift(M_w)`` is ``M = W M_w W^T``.
@@ -127,20 +127,21 @@ class ClusterWhitening:
         return killable_pairs(self.reduced.inputs, self.cspaces, self.clusters, i, l)
 
     def push_out(self, problem: LMNNProblem, metrics: np.ndarray) -> np.ndarray:
-        """``metrics`` (C, d, d) plus ``t_c N_c N_c^T`` for every singular cluster."""
-        return push_out_of_null_spaces(problem, self.reduced, self.clusters, metrics, self.cspaces)
+        """``metrics`` (C, d, d) plus ``t_c N_c N_c^T`` for every singular cluster of ``problem``
+        (the problem whitened)."""
+        return push_out_of_null_spaces(problem, self.reduced, metrics, self.cspaces)
 
 
 def whiten(problem: LMNNProblem) -> Whitening:
-    """The whitened coordinates of single-metric ``problem`` (module docstring)."""
-    return whiten_clusters(problem, np.zeros(problem.n_samples, np.intp)).spaces[0]
+    """The whitened coordinates of LMNN ``problem`` (one metric, no clusters; module docstring)."""
+    return whiten_clusters(problem).spaces[0]
 
 
-def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhitening:
-    """Each cluster's coordinates (module docstring); ``clusters`` (n,) checked
-    (``core.problem.check_clusters``)."""
+def whiten_clusters(problem: LMNNProblem) -> ClusterWhitening:
+    """Each cluster's coordinates (module docstring), for the clusters of ``problem``
+    (``problem.owner``)."""
     reduced = sphered_space(problem)
-    pulls = pull_matrices(problem, reduced, clusters)
+    pulls = pull_matrices(problem, reduced)
     # decided on the inputs: the pull matrices formed in sphered coordinates keep a
     # rounding-level remainder of differences that are exactly 0
     if problem.pull_vanishes():
@@ -167,5 +168,5 @@ def whiten_clusters(problem: LMNNProblem, clusters: np.ndarray) -> ClusterWhiten
         spaces.append(Whitening(inputs=inputs[c], basis=reduced.basis @ B,
                                 inverse=inverse @ to_reduced,
                                 pull=(whitened_pull + whitened_pull.T) / 2, null=cspaces.nulls[c]))
-    return ClusterWhitening(spaces=tuple(spaces), clusters=clusters, inputs=inputs, reduced=reduced,
+    return ClusterWhitening(spaces=tuple(spaces), clusters=problem.owner, inputs=inputs, reduced=reduced,
                             cspaces=cspaces)

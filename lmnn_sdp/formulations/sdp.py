@@ -259,15 +259,15 @@ def dual_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls: np.n
     return problem, lam, beta, psd
 
 
-def solve_primal(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                 triplets: np.ndarray, solver: str,
+def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray, solver: str,
                  solver_options: dict | None = None) -> SDPSolution:
-    """Solve ``primal_sdp`` without the killable triplets (their multipliers are 0)."""
+    """Solve ``primal_sdp`` for the clusters of ``problem`` without the killable triplets
+    (their multipliers are 0)."""
     start = time.perf_counter()
-    pulls = pull_matrices(problem, space, clusters)
+    pulls = pull_matrices(problem, space)
     cspaces = cluster_spaces(pulls)
-    keep = ~killable(space, cspaces, clusters, triplets)
-    cvx_problem, m, margins = primal_sdp(space, cspaces, problem.mu, pulls, clusters,
+    keep = ~killable(problem, space, cspaces, triplets)
+    cvx_problem, m, margins = primal_sdp(space, cspaces, problem.mu, pulls, problem.owner,
                                          triplets[keep])
     solve_quietly(cvx_problem, solver, solver_options)
     offsets, sizes = _offsets(cspaces), [B.shape[1] for B in cspaces.bases]
@@ -281,16 +281,15 @@ def solve_primal(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray
     return _solution(cvx_problem, cspaces.expand(restricted), multipliers, start)
 
 
-def solve_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-               triplets: np.ndarray, solver: str, fixed: FixedGroups | None = None,
-               solver_options: dict | None = None) -> SDPSolution:
-    """Solve ``dual_sdp`` without the killable triplets; the metrics are the PSD
-    constraints' duals, ``beta`` (G,) the groups' weights."""
+def solve_dual(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray, solver: str,
+               fixed: FixedGroups | None = None, solver_options: dict | None = None) -> SDPSolution:
+    """Solve ``dual_sdp`` for the clusters of ``problem`` without the killable triplets; the
+    metrics are the PSD constraints' duals, ``beta`` (G,) the groups' weights."""
     start = time.perf_counter()
-    pulls = pull_matrices(problem, space, clusters)
+    pulls = pull_matrices(problem, space)
     cspaces = cluster_spaces(pulls)
-    keep = ~killable(space, cspaces, clusters, triplets)
-    cvx_problem, lam, beta, psd = dual_sdp(space, cspaces, problem.mu, pulls, clusters,
+    keep = ~killable(problem, space, cspaces, triplets)
+    cvx_problem, lam, beta, psd = dual_sdp(space, cspaces, problem.mu, pulls, problem.owner,
                                            triplets[keep], fixed)
     multipliers = np.zeros(len(triplets))
     if lam is None and beta is None:  # no multiplier: dual value 0, attained by M = 0
@@ -309,10 +308,10 @@ def solve_dual(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
 FORMULATIONS = {"primal": solve_primal, "dual": solve_dual}
 
 
-def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, clusters: np.ndarray,
-                              metrics: np.ndarray, band: float, solver: str = "CLARABEL",
-                              solver_options: dict | None = None):
-    """Multipliers for candidate metrics (C, d, d) by complementary slackness (DESIGN.md).
+def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, metrics: np.ndarray,
+                              band: float, solver: str = "CLARABEL", solver_options: dict | None = None):
+    """Multipliers for candidate metrics (C, d, d), one per cluster of ``problem``, by
+    complementary slackness (DESIGN.md).
 
     Triplets with margin above ``band`` get tied multipliers ``beta_g mu``, those below
     ``-band`` get 0 and those within the band are free in [0, mu]; the dual SDP over
@@ -320,14 +319,13 @@ def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, cluster
     triplets share one ``beta``; with several, one ``beta`` per anchor and cluster pair
     ``(i, c(j), c(l))``. Killable impostors get 0. Returns ``(triplets (T, 3), multipliers (T,), n_free, solution)``;
     ``solution.metrics_reduced`` minimises the lower model of ``aggregated``."""
-    near = problem.active_triplets(metrics, band=band, clusters=clusters)
-    cspaces = cluster_spaces(pull_matrices(problem, space, clusters))
-    near = near[~killable(space, cspaces, clusters, near)]
-    margins = problem.triplet_margins(metrics, near, clusters=clusters)
+    near = problem.active_triplets(metrics, band=band)
+    cspaces = cluster_spaces(pull_matrices(problem, space))
+    near = near[~killable(problem, space, cspaces, near)]
+    margins = problem.triplet_margins(metrics, near)
     active, free = near[margins > band], near[margins <= band]
-    fixed = fixed_groups(space, clusters, active, by_anchor=len(metrics) > 1) if len(active) else None
-    sol = solve_dual(problem, space, clusters, free, solver, fixed=fixed,
-                     solver_options=solver_options)
+    fixed = fixed_groups(space, problem.owner, active, by_anchor=len(metrics) > 1) if len(active) else None
+    sol = solve_dual(problem, space, free, solver, fixed=fixed, solver_options=solver_options)
     tied = problem.mu * sol.beta[fixed.index] if fixed is not None else np.zeros(0)
     return np.concatenate([active, free]), np.concatenate([tied, sol.multipliers]), len(free), sol
 

@@ -45,7 +45,7 @@ from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.line_search import segment_search
-from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
 from lmnn_sdp.generation.start import starting_metrics
@@ -68,28 +68,27 @@ class AggregatedRound:
     seconds: float
 
 
-def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL", *,
-                     start=None, tol: float = 1e-6, band: float = 0.05, max_rounds: int = 100,
-                     solver_options: dict | None = None, progress: bool = False) -> SDPResult:
-    """LMNN (``clusters`` None) or multi-metric LMNN by aggregated active sets (module
-    docstring); ``start`` is a metric (d, d), or metrics (C, d, d) with ``clusters``."""
+def solve_aggregated(problem: LMNNProblem, solver: str = "CLARABEL", *, start=None, tol: float = 1e-6,
+                     band: float = 0.05, max_rounds: int = 100, solver_options: dict | None = None,
+                     progress: bool = False) -> SDPResult:
+    """LMNN, or multi-metric LMNN for a problem with clusters, by aggregated active sets
+    (module docstring); ``start`` is a metric (d, d), or metrics (C, d, d) with clusters."""
     space = reduced_space(problem)
-    owner = cluster_owner(problem, clusters)
-    metrics = starting_metrics(problem, space, clusters, start)
-    objective = lambda m: problem.objective(m, clusters=owner)  # noqa: E731
+    metrics = starting_metrics(problem, space, start)
+    objective = problem.objective
     upper, lower, best = objective(metrics), 0.0, None
     rounds, build, solve, stalled = [], 0.0, 0.0, 0
     bar = tqdm(total=max_rounds, desc="aggregated SDP", disable=not progress, leave=False)
     for _ in range(max_rounds):
         begin = time.perf_counter()
         triplets, multipliers, n_free, sol = complementary_multipliers(
-            problem, space, owner, metrics, band, solver, solver_options)
+            problem, space, metrics, band, solver, solver_options)
         build, solve = build + sol.build_time, solve + sol.solve_time
         multipliers = np.nan_to_num(multipliers)
-        bound = dual_lower_bound(problem, triplets, multipliers, space, owner).lower
+        bound = dual_lower_bound(problem, triplets, multipliers, space).lower
         if bound > lower:
             lower, best = bound, (triplets, multipliers)
-        target = lift_metrics(problem, space, owner, sol.metrics_reduced)
+        target = lift_metrics(problem, space, sol.metrics_reduced)
         step, metrics, upper = segment_search(objective, metrics, upper, target)
         gap = relative_gap(upper, lower)
         rounds.append(AggregatedRound(len(triplets) - n_free, n_free, step, upper, lower, gap,
@@ -100,8 +99,8 @@ def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABE
         if gap <= tol or stalled == 3:
             break
     bar.close()
-    metric = metrics if clusters is not None else metrics[0]
-    certificates = _final_certificates(problem, space, clusters, metric, best, solver, tol)
+    metric = metrics if problem.clusters is not None else metrics[0]
+    certificates = _final_certificates(problem, space, metric, best, solver, tol)
     certificate = max(certificates.values(), key=lambda c: c.lower)
     triplets, multipliers = best if best is not None else (np.empty((0, 3), np.intp), np.zeros(0))
     budget_spent = len(rounds) == max_rounds and rounds[-1].relative_gap > tol and stalled < 3
@@ -109,20 +108,20 @@ def solve_aggregated(problem: LMNNProblem, clusters=None, solver: str = "CLARABE
                      **stop_status(certificate, budget_spent), solver_status=rounds[-1].solver_status, solver=solver,
                      method="aggregated", n_triplets=len(triplets), triplets=triplets,
                      multipliers=multipliers, timings={"build": build, "solve": solve},
-                     rounds=rounds, clusters=clusters)
+                     rounds=rounds)
 
 
-def _final_certificates(problem, space, clusters, metric, best, solver, tol) -> dict:
+def _final_certificates(problem, space, metric, best, solver, tol) -> dict:
     """Certify the final metric(s) with the best round's multipliers and by complementary
     slackness, whose margin band is widened (``CERTIFY_BANDS``) until the gap is
     certified: the split near the margin decides how much of the solver's last digits
     the scaling into the dual cone costs."""
     certificates = {}
     if best is not None and len(best[0]):
-        certificates["best round"] = prove(problem, metric, *best, clusters=clusters, tol=tol)
+        certificates["best round"] = prove(problem, metric, *best, tol=tol)
     for band in CERTIFY_BANDS:
         if any(c.certified for c in certificates.values()):
             break
         certificates[f"complementary slackness, band {band:g}"] = certify(
-            problem, metric, clusters=clusters, tol=tol, band=band, solver=solver, space=space)
+            problem, metric, tol=tol, band=band, solver=solver, space=space)
     return certificates

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.core.problem import LMNNProblem, check_triplets, cluster_owner, triplet_keys
+from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS
 from lmnn_sdp.generation.start import starting_metrics
@@ -40,12 +40,11 @@ class Round:
     seconds: float  # wall time of the round (build, solve, search, certificate)
 
 
-def solve_cutting_plane(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL", *,
-                        working_set=None, start=None, tol: float = 1e-6, add_band: float = 0.05,
-                        drop_band: float | None = 0.5, max_rounds: int = 30,
-                        formulation: str = "dual", solver_options: dict | None = None,
-                        progress: bool = False) -> SDPResult:
-    """LMNN (``clusters`` None) or multi-metric LMNN by constraint generation.
+def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, working_set=None, start=None,
+                        tol: float = 1e-6, add_band: float = 0.05, drop_band: float | None = 0.5,
+                        max_rounds: int = 30, formulation: str = "dual",
+                        solver_options: dict | None = None, progress: bool = False) -> SDPResult:
+    """LMNN, or multi-metric LMNN for a problem with clusters, by constraint generation.
 
     ``working_set`` (T, 3) is the starting set; default: the triplets within
     ``add_band`` of the margin at ``start`` (a metric (d, d), or metrics (C, d, d);
@@ -58,23 +57,21 @@ def solve_cutting_plane(problem: LMNNProblem, clusters=None, solver: str = "CLAR
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {tuple(FORMULATIONS)}, got {formulation!r}.")
     space = reduced_space(problem)
-    owner = cluster_owner(problem, clusters)
     if working_set is None:
-        metrics = starting_metrics(problem, space, clusters, start)
-        working_set = problem.active_triplets(metrics, band=add_band, clusters=owner)
+        metrics = starting_metrics(problem, space, start)
+        working_set = problem.active_triplets(metrics, band=add_band)
     working = unique_rows(check_triplets(working_set, problem.n_samples))
     rounds, build, solve = [], 0.0, 0.0
     bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
     for _ in range(max_rounds):
         begin = time.perf_counter()
-        solution = FORMULATIONS[formulation](problem, space, owner, working, solver,
+        solution = FORMULATIONS[formulation](problem, space, working, solver,
                                              solver_options=solver_options)
-        result = certified_result(problem, space, clusters, solution, working, solver,
-                                  "cutting-plane", tol)
+        result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
         build, solve = build + solution.build_time, solve + solution.solve_time
-        found = problem.active_triplets(result.metric, band=add_band, clusters=clusters)
+        found = problem.active_triplets(result.metric, band=add_band)
         fresh = new_rows(found, working)
-        margins = lambda t: problem.triplet_margins(result.metric, t, clusters=clusters)  # noqa: E731
+        margins = lambda t: problem.triplet_margins(result.metric, t)  # noqa: E731
         violated = int(np.sum(margins(fresh) > 0)) if len(fresh) else 0
         rounds.append(Round(len(working), len(fresh), violated, result.upper, result.lower,
                             result.relative_gap, solution.status, time.perf_counter() - begin))

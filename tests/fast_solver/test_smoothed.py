@@ -8,7 +8,7 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from fast_solver.lmnn.smoothed import PairGraph, SmoothedObjective, WorkingSet
-from lmnn_sdp.core.problem import LMNNProblem, cluster_owner
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import whiten_clusters
 
 
@@ -19,7 +19,7 @@ def setting(request):
     problem = LMNNProblem(X, y, k=2, mu=0.3)
     clusters = {"lmnn": None, "class metrics": problem.label_codes,
                 "other clusters": (X[:, 0] > np.median(X[:, 0])).astype(np.intp)}[request.param]
-    whitening = whiten_clusters(problem, cluster_owner(problem, clusters))
+    whitening = whiten_clusters(problem.with_clusters(clusters))
     pairs = np.unique(problem.all_triplets()[:, [0, 2]], axis=0)  # every impostor pair
     ws = WorkingSet.from_pairs(pairs[:, 0], pairs[:, 1], problem.n_samples)
     L = np.random.default_rng(0).normal(size=(whitening.n_clusters, whitening.rank, whitening.rank))
@@ -35,7 +35,7 @@ def brute_force(problem, M, gamma, clusters):
     smooth = np.where(h >= gamma, h - gamma / 2, np.where(h > 0, h * h / (2 * gamma), 0.0))
     pull = problem.target_distances(metrics, clusters).sum()
     lam = problem.mu * np.clip(h / gamma, 0.0, 1.0)
-    owner = cluster_owner(problem, clusters)
+    owner = problem.with_clusters(clusters).owner
     X = problem.X_centered
     n, k = problem.targets.shape
     i, j = np.repeat(np.arange(n), k), problem.targets.ravel()

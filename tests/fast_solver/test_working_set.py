@@ -21,7 +21,7 @@ def test_searches_keep_every_active_triplet_and_skip_points_proved_clean():
     X, y = load_iris(return_X_y=True)
     problem = LMNNProblem(X, y, k=3, mu=0.5)
     whitening = whiten(problem)
-    search = ExactSearch(whiten_clusters(problem, np.zeros(problem.n_samples, np.intp)), problem.targets,
+    search = ExactSearch(whiten_clusters(problem), problem.targets,
                          problem.label_codes, band=0.5)
     L = 3.0 * np.eye(whitening.rank)
     ws = search.search(L[None])

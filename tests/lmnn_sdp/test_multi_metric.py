@@ -128,7 +128,7 @@ def test_bounds_bracket_the_optimum_over_many_random_instances():
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.5)
-        assert dual_lower_bound(p, t, lam, clusters=clusters).lower <= optimum.upper * (1 + 1e-9)
+        assert dual_lower_bound(p.with_clusters(clusters), t, lam).lower <= optimum.upper * (1 + 1e-9)
 
 
 def common_scale(p: LMNNProblem, clusters, triplets, lam) -> float:
@@ -151,7 +151,7 @@ def test_scaled_multipliers_are_dual_feasible_and_each_scale_is_maximal():
         rng = np.random.default_rng(seed)
         t = p.all_triplets()
         lam = rng.uniform(0, p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.3)
-        bound = dual_lower_bound(p, t, lam, clusters=clusters)
+        bound = dual_lower_bound(p.with_clusters(clusters), t, lam)
         scales = np.array(bound.scales)
         assert bound.alpha == scales.min() and bound.multiplier_sum == pytest.approx(lam.sum())
         assert bound.lower == pytest.approx(scales[clusters[t[:, 2]]] @ lam)
@@ -171,7 +171,7 @@ def test_sweeps_that_do_not_settle_fall_back_to_one_scale_for_all(monkeypatch):
         p, clusters, _ = random_instance(300 + seed, n=10, d=3, mu=0.8)
         t = p.all_triplets()
         lam = np.random.default_rng(seed).uniform(0, p.mu, size=len(t))
-        bound = dual_lower_bound(p, t, lam, clusters=clusters)
+        bound = dual_lower_bound(p.with_clusters(clusters), t, lam)
         assert bound.alpha < 1 and len(set(bound.scales)) == 1
         assert bound.lower == pytest.approx(common_scale(p, clusters, t, lam) * lam.sum(), rel=1e-6)
 
@@ -185,7 +185,7 @@ def test_cluster_scales_certify_raw_wine_class_metrics_that_one_scale_could_not(
     clusters = problem.label_codes
     result = solve_mm_lmnn(problem, method="aggregated", tol=1e-7)
     t, lam = result.triplets, np.clip(result.multipliers, 0, problem.mu)  # the SDP's pair
-    bound = dual_lower_bound(problem, t, lam, None, clusters)
+    bound = dual_lower_bound(problem.with_clusters(clusters), t, lam)
     assert relative_gap(result.upper, bound.lower) <= 1e-7
     assert relative_gap(result.upper, common_scale(problem, clusters, t, lam) * lam.sum()) > 1e-6
 

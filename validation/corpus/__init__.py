@@ -81,10 +81,8 @@ def refresh(directory: Path = CORPUS_DIR, progress: bool = True) -> dict:
             continue
         arrays, fields = storage.load(path)
         problem = LMNNProblem(arrays["X"], arrays["y"], targets=arrays["targets"],
-                              mu=float(arrays["mu"]))
-        clusters = arrays.get("clusters")
-        prove(problem, arrays["M"], arrays["triplets"], arrays["multipliers"],
-              clusters=clusters, tol=fields["tol"]).save(path)
+                              mu=float(arrays["mu"]), clusters=arrays.get("clusters"))
+        prove(problem, arrays["M"], arrays["triplets"], arrays["multipliers"], tol=fields["tol"]).save(path)
     manifest["format_version"] = FORMAT_VERSION
     manifest["versions"]["refreshed"] = _versions()
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
