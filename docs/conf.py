@@ -7,6 +7,7 @@ Build from the repository root, warnings as errors::
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import os
 import re
@@ -22,13 +23,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 project = "lmnn-sdp"
 author = "the lmnn-sdp authors"
 copyright = "the lmnn-sdp authors"
-try:
-    from importlib.metadata import version as _version
-
-    release = _version("lmnn-sdp")
-except Exception:  # not installed: document the checkout
-    release = "0.1.0"
-version = release
+release = version = importlib.metadata.version("lmnn-sdp")  # the one place is pyproject.toml
 
 extensions = [
     "sphinx.ext.autodoc",

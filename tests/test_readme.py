@@ -21,3 +21,13 @@ def test_the_quick_start_runs_as_a_script(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[2].startswith("True ")  # the fast solver converged, proved by its certificate
     assert (tmp_path / "iris-euclidean.json").exists()
+
+
+def test_the_headline_table_is_generated_from_its_record():
+    from validation.headline import END, START, headline, with_headline
+    from validation.records import RESULTS, read_record
+
+    readme = (ROOT / "README.md").read_text()
+    _, rows = read_record(RESULTS / "crosscheck.csv")
+    assert with_headline(readme, headline(rows)) == readme, "run python -m validation.headline"
+    assert readme.index(START) < readme.index(END)

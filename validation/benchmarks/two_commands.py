@@ -2,7 +2,7 @@
 a fresh venv with the newest packages, ``bash .ci/run`` (install, lint, the tests) and the main
 job's first run (numba compiling included, ``--report``). Writes the record
 ``docs/results/two-commands.md`` and ``.csv`` (``validation.records.write_record``) and the main
-job's ``docs/results/crosscheck.md``.
+job's record ``docs/results/crosscheck.md``, ``.csv`` and ``.json``.
 
     python -m validation.benchmarks.two_commands
 """
@@ -49,7 +49,8 @@ def main() -> int:
                                    "f'{p} {m.version(p)}' for p in ('numpy', 'scipy', 'scikit-learn', 'cvxpy', "
                                    "'clarabel', 'scs', 'numba')))"], capture_output=True, text=True).stdout.strip()
         RESULTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(clone / "docs" / "results" / "crosscheck.md", RESULTS / "crosscheck.md")
+        for suffix in ("md", "csv", "json"):
+            shutil.copy(clone / "docs" / "results" / f"crosscheck.{suffix}", RESULTS / f"crosscheck.{suffix}")
     summary = "; ".join(line for line in job_out.splitlines() if " passed (" in line or line.startswith("FAILED"))
     summary += f" (exit {job_code})"
     rows = [{"command": "`bash .ci/run` (install, ruff, `python -m pytest -q`; the docs; `.ci/lowest`)", "seconds": ci_seconds,
