@@ -31,13 +31,15 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def code_version() -> str:
-    """The checkout's short commit, with ``+changes`` when the tree differs from it; "unknown"
-    outside a git checkout."""
+    """The checkout's short commit, with ``+changes`` when the code differs from it (the records
+    under ``docs/results`` do not count: a command writes them as it runs); "unknown" outside a
+    git checkout."""
     root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=root, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)docs/results"],
                                capture_output=True, text=True, cwd=root, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
