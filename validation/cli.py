@@ -107,7 +107,7 @@ def add_crosscheck_parser(subparsers) -> None:
                          help="largest relative difference and fast certified gap")
     command.add_argument("--jobs", type=int, default=1, help="instances run in parallel")
     command.add_argument("--report", type=Path, metavar="DIR",
-                         help="write JSON and Markdown here")
+                         help="write the record crosscheck.md, .csv and .json here (docs/results: the committed one)")
     command.set_defaults(run=run_crosscheck)
 
 
