@@ -182,7 +182,7 @@ def add_corpus_parser(subparsers) -> None:
                          help="build: solve and certify; check: re-verify the stored certificates; "
                               "refresh: re-prove the stored evidence in the current format")
     command.add_argument("--dir", type=Path, default=corpus.CORPUS_DIR,
-                         help="corpus folder (default: the one shipped in validation/corpus)")
+                         help="corpus folder (default: the one shipped in lmnn_sdp/testing/corpus)")
     command.add_argument("--tol", type=float, default=1e-6,
                          help="largest relative gap accepted by check")
     command.set_defaults(run=run_corpus)
@@ -221,7 +221,7 @@ def add_peers_parser(subparsers) -> None:
         f"measured on our objective; peers not installed are reported ({peers.INSTALL_HINT}).",
     )
     command.add_argument("--instances", nargs="+", default=list(PEER_INSTANCES), metavar="NAME",
-                         help="built-in instance names (see validation/corpus/manifest.json)")
+                         help="built-in instance names (see lmnn_sdp/testing/corpus/manifest.json)")
     command.add_argument("--peers", nargs="+", default=list(peers.PEERS), choices=list(peers.PEERS))
     command.set_defaults(run=run_peers)
 
@@ -231,7 +231,7 @@ def run_peers(args: argparse.Namespace) -> int:
     known = {i.name: i for i in builtin_instances()}
     missing = [name for name in args.instances if name not in known]
     if missing:
-        args.error(f"unknown instance(s) {missing}; see validation/corpus/manifest.json")
+        args.error(f"unknown instance(s) {missing}; see lmnn_sdp/testing/corpus/manifest.json")
     rows = peers.peers_table([known[name] for name in args.instances], args.peers)
     print(format_table(rows, tuple(rows[0])))
     print("gap_to_optimum = (objective - certified lower bound) / objective, on eq. 14 with our "
