@@ -21,7 +21,9 @@ __all__ = ["Excess", "excess_over_optimum"]
 class Excess:
     """A metric's excess over the certified optimum of LMNN (eq. 14) or multi-metric LMNN.
 
-    Attributes
+    Returned by ``excess_over_optimum``.
+
+    Parameters
     ----------
     objective : float
         ``eps(M)`` at the metric (``certificate.upper``).
