@@ -175,3 +175,52 @@ def test_importing_the_testing_api_loads_neither_cvxpy_nor_pytest_nor_the_fast_s
     code = ("import sys, lmnn_sdp.testing; lmnn_sdp.testing.corpus_cases(); "
             "bad = {'cvxpy', 'pytest', 'fast_solver', 'validation'} & set(sys.modules); assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+OUTSIDE = '''
+import numpy as np
+from lmnn_sdp.testing import assert_lmnn_optimal, check_lmnn_solver
+
+def test_the_certified_metric_is_optimal(lmnn_case):
+    assert_lmnn_optimal(lmnn_case.X, lmnn_case.y, lmnn_case.metric, k=lmnn_case.k, mu=lmnn_case.mu,
+                        targets=lmnn_case.targets)
+
+def test_the_identity_is_not(lmnn_case):
+    try:
+        assert_lmnn_optimal(lmnn_case.X, lmnn_case.y, np.eye(lmnn_case.X.shape[1]), k=lmnn_case.k,
+                            mu=lmnn_case.mu, excess=False)
+    except AssertionError as err:
+        assert "relative gap" in str(err)
+    else:
+        raise AssertionError("the identity passed")
+
+def test_multi_metric(mm_lmnn_case):
+    c = mm_lmnn_case
+    assert_lmnn_optimal(c.X, c.y, c.metric, k=c.k, mu=c.mu, clusters=c.clusters)
+'''
+
+
+def test_a_test_file_outside_the_package_runs_the_corpus_through_the_plugin(tmp_path):
+    (tmp_path / "test_outside.py").write_text(OUTSIDE)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "lmnn_sdp.testing.plugin", "-p", "no:randomly",
+                          "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-o", "addopts=",
+                          str(tmp_path / "test_outside.py"), "-k", "iris or wine or mm-"],
+                         cwd=tmp_path, capture_output=True, text=True, env={**__import__("os").environ,
+                                                                            "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "22 passed, 44 deselected" in run.stdout, run.stdout
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "lmnn_sdp.testing.plugin",
+                             "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-o", "addopts=",
+                             str(tmp_path / "test_outside.py")], cwd=tmp_path, capture_output=True, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert "test_the_certified_metric_is_optimal[iris-n150-k3-mu0.5]" in listed.stdout
+    assert "66 tests collected" in listed.stdout, listed.stdout
+
+
+def test_the_plugin_is_a_pytest11_entry_point():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["pytest11"] == {"lmnn_sdp": "lmnn_sdp.testing.plugin"}
+    assert "lmnn_sdp.testing" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]
