@@ -25,6 +25,8 @@ _EXPORTS = {
     "xing_objective": "lmnn_sdp.mmc.problem",
     "MMC": "lmnn_sdp.mmc.estimator",
     "solve_mm_lmnn": "lmnn_sdp.lmnn",
+    "Excess": "lmnn_sdp.excess",
+    "excess_over_optimum": "lmnn_sdp.excess",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -175,7 +175,7 @@ class Certificate:
         return replace(fresh, provenance="verified", timings={"verify": time.perf_counter() - start})
 
     def record(self) -> tuple[dict, dict]:
-        """``(arrays, fields)`` of the corpus format (``validation/corpus/README.md``)."""
+        """``(arrays, fields)`` of the corpus format (``lmnn_sdp/testing/corpus/README.md``)."""
         p = self.problem
         arrays = {"X": p.X, "y": p.label_codes.astype(np.int64),
                   "targets": p.targets.astype(np.int64), "mu": np.float64(p.mu),

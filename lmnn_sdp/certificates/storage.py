@@ -1,6 +1,6 @@
 """Certificates on disk: ``NAME.npz`` holds the arrays, ``NAME.json`` the numbers.
 
-This is the format of the certified corpus (``validation/corpus/README.md``):
+This is the format of the certified corpus (``lmnn_sdp/testing/corpus/README.md``):
 anyone with a ``.npz`` reader and a JSON parser can re-check a stored
 certificate. The JSON carries a SHA-256 digest of the arrays and of its own
 numbers, so an edited or damaged file is refused on loading, before any bound is

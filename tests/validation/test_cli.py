@@ -290,6 +290,31 @@ def test_certify_a_poor_metric_from_csv_files_exits_1_with_its_gap(iris_files, t
     assert "NOT certified" in out
     gap = json.loads((tmp_path / "euclidean.json").read_text())["relative_gap"]
     assert gap > 0.01
+    eps = stored.problem.objective(np.eye(4))
+    line = next(line for line in out.splitlines() if line.startswith("excess (eps(M) - lower*) / eps(M)"))
+    assert float(line.split()[6]) == pytest.approx((eps - 226.7394142) / eps, rel=1e-6)
+    assert "226.7394137, proved by the certified optimum's dual bound" in out
+    assert main(argv + ["--no-excess"]) == 1
+    assert "excess" not in capsys.readouterr().out
+
+
+def test_certify_reports_the_excess_of_sklearn_nca_on_iris(tmp_path, capsys):
+    from sklearn.datasets import load_iris
+    from sklearn.neighbors import NeighborhoodComponentsAnalysis
+
+    X, y = load_iris(return_X_y=True)
+    L = NeighborhoodComponentsAnalysis(random_state=0).fit(X, y).components_
+    for name, value in (("X", X), ("y", y), ("M", L.T @ L)):
+        np.save(tmp_path / f"{name}.npy", value)
+    argv = ["certify", "--X", str(tmp_path / "X.npy"), "--y", str(tmp_path / "y.npy"),
+            "--metric", str(tmp_path / "M.npy")]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "relative gap                       1\n" in out  # its own bound proves little
+    eps = float(next(line for line in out.splitlines() if line.startswith("upper")).split()[-1])
+    assert eps == pytest.approx(115909.7, rel=1e-3)
+    excess = float(next(line for line in out.splitlines() if line.startswith("excess")).split()[6])
+    assert excess == pytest.approx((eps - 226.7394142) / eps, rel=1e-6)  # 0.998044
 
 
 def test_certify_names_a_bad_file_and_exits_2(iris_files, tmp_path, capsys):

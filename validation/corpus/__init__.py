@@ -1,8 +1,10 @@
 """A corpus of certified instances for solver regression tests.
 
 Four problem kinds, one module each: ``lmnn`` (eq. 14), ``multi_metric``
-(sec. 5.2), ``mmc`` (MMC, full and diagonal). The data lives in this folder.
-Format (documented in ``validation/corpus/README.md``, readable without this
+(sec. 5.2), ``mmc`` (MMC, full and diagonal). The data ships with the package
+``lmnn_sdp.testing`` (``lmnn_sdp/testing/corpus/``, read by
+``lmnn_sdp.testing.corpus_cases``); this module builds and checks it.
+Format (documented in ``lmnn_sdp/testing/corpus/README.md``, readable without this
 library): every instance is a saved certificate, ``NAME.npz`` with the inputs,
 the certified metric(s) and the dual evidence and ``NAME.json`` with its
 numbers (``lmnn_sdp.certificates.storage``); ``manifest.json`` lists the
@@ -30,12 +32,13 @@ from lmnn_sdp import certificates
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.testing import corpus_dir
 from validation.corpus import lmnn, mmc, multi_metric
 from validation.corpus.mmc import MMCInstance, mmc_instances
 from validation.corpus.multi_metric import MMInstance, mm_instances
 from validation.instances import Instance, builtin_instances
 
-CORPUS_DIR = Path(__file__).parent
+CORPUS_DIR = corpus_dir()
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 5
 OBJECTIVES = {"lmnn": lmnn.OBJECTIVE, "multi-metric-lmnn": multi_metric.OBJECTIVE,
