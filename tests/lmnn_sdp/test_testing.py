@@ -200,16 +200,25 @@ def test_multi_metric(mm_lmnn_case):
 '''
 
 
+def _plugin() -> list[str]:
+    """No option when the installed project registers the plugin (its pytest11 entry point, as
+    a library that installs lmnn-sdp gets it); ``-p`` otherwise (a checkout not installed)."""
+    from importlib.metadata import entry_points
+
+    registered = any(e.value == "lmnn_sdp.testing.plugin" for e in entry_points(group="pytest11"))
+    return [] if registered else ["-p", "lmnn_sdp.testing.plugin"]
+
+
 def test_a_test_file_outside_the_package_runs_the_corpus_through_the_plugin(tmp_path):
     (tmp_path / "test_outside.py").write_text(OUTSIDE)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "lmnn_sdp.testing.plugin", "-p", "no:randomly",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", *_plugin(), "-p", "no:randomly",
                           "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-o", "addopts=",
                           str(tmp_path / "test_outside.py"), "-k", "iris or wine or mm-"],
                          cwd=tmp_path, capture_output=True, text=True, env={**__import__("os").environ,
                                                                             "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "22 passed, 44 deselected" in run.stdout, run.stdout
-    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "lmnn_sdp.testing.plugin",
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", *_plugin(),
                              "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-o", "addopts=",
                              str(tmp_path / "test_outside.py")], cwd=tmp_path, capture_output=True, text=True,
                             env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
@@ -218,9 +227,7 @@ def test_a_test_file_outside_the_package_runs_the_corpus_through_the_plugin(tmp_
 
 
 def test_the_plugin_is_a_pytest11_entry_point():
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["pytest11"] == {"lmnn_sdp": "lmnn_sdp.testing.plugin"}
-    assert "lmnn_sdp.testing" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["pytest11"] == {"lmnn_sdp": "lmnn_sdp.testing.plugin"}
+    assert "lmnn_sdp.testing" in pyproject["tool"]["setuptools"]["package-data"]
