@@ -228,13 +228,13 @@ class MahalanobisMixin:
         array([0, 0])
         """
         check_is_fitted(self, "components_")
-        L_T = np.array(self.components_, dtype=float).T
+        L_T = np.atleast_2d(np.array(self.components_, dtype=float)).T  # a 1-D map is one row
         d = L_T.shape[0]
 
         def metric(u, v, squared: bool = False) -> float:
             difference = as_point(u, d, "u") - as_point(v, d, "v")
             mapped = difference @ L_T
-            value = float(mapped @ mapped)
+            value = float(np.dot(mapped, mapped))
             return value if squared else float(np.sqrt(value))
 
         return metric

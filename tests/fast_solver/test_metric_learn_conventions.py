@@ -125,6 +125,16 @@ def test_get_metric_is_pair_distance_and_a_pseudo_metric(fitted):
     assert metric(X[0][None, :], X[1][:, None]) == metric(X[0], X[1])  # one point as a row or a column
 
 
+def test_get_metric_of_a_one_feature_map_takes_scalars(fitted):
+    model, _, _ = fitted
+    one_feature = clone(model)
+    one_feature.components_ = np.array([3.1])  # metric-learn's scalar case: one row, one feature
+    metric = one_feature.get_metric()
+    for u, v in [(5, 6.7), ([5], [6.7]), ([[5]], [[6.7]])]:
+        assert metric(u, v) == pytest.approx(3.1 * 1.7, rel=1e-14)
+        assert metric(u, v, squared=True) == pytest.approx((3.1 * 1.7) ** 2, rel=1e-14)
+
+
 def test_get_metric_is_independent_from_the_learner(fitted):
     model, X, y = fitted
     metric = model.get_metric()
