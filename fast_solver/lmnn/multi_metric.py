@@ -95,7 +95,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     cluster by minimising eq. 16's objective with the
     certified solver of ``fast_solver.lmnn.solver``, started from the global LMNN
     optimum, and classifies by majority vote of the ``n_neighbors`` nearest
-    training points under ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``.
+    training points under ``D^(x, x_b) = (x - x_b)^T M_{c(b)} (x - x_b)``. With one
+    metric per cluster there is no single Mahalanobis matrix or linear map: unlike the
+    linear learners it has no ``transform``, ``get_mahalanobis_matrix``,
+    ``pair_distance``, ``pair_score`` or ``get_metric``.
 
     Parameters
     ----------

@@ -268,7 +268,10 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     Implements Torresani & Lee (NIPS 2006, sec. 3). Learns ``Omega`` (n_components, n_samples) of the feature-space map ``L = Omega Phi``
     minimising eq. 14 (``solve_kernel_lmca``); ``transform(X) = k(X, X_fit_) Omega^T``.
-    Not convex: a local answer (``result_`` tells how it stopped).
+    Not convex: a local answer (``result_`` tells how it stopped). The map is not linear
+    in the inputs, so there is no Mahalanobis matrix: unlike the linear learners it has no
+    ``get_mahalanobis_matrix``, ``pair_distance``, ``pair_score`` or ``get_metric``;
+    distances are Euclidean distances after ``transform``.
 
     Parameters
     ----------

@@ -38,7 +38,7 @@ from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scal
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 from lmnn_sdp.core.space import data_range, pull_matrices, units_space
 
-INITS = ("pca", "lda", "identity", "random")
+INITS = ("auto", "pca", "lda", "identity", "random")
 PULL_FLOOR = 1e-6
 
 
@@ -68,8 +68,8 @@ def solve_lmca(
         Inputs, labels, target neighbours and ``mu``.
     n_components : int, optional
         Rows of ``L``, at most ``d``; default ``d``.
-    init : {"pca", "lda", "identity", "random"} or ndarray of shape (n_components, d), default="pca"
-        ``initial_map``; the paper starts at PCA.
+    init : {"pca", "lda", "identity", "random", "auto"} or ndarray of shape (n_components, d), default="pca"
+        ``initial_map``; the paper starts at PCA; "auto" is scikit-learn NCA's choice.
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by continuation) or the paper's smooth hinge.
     tol : float, default=1e-5
@@ -146,7 +146,8 @@ def initial_map(problem: LMNNProblem, n_components: int | None, init, random_sta
     leading discriminant directions (scikit-learn's eigen solver with Ledoit-Wolf
     shrinkage, so singular within-class scatter is fine; beyond ``n_classes - 1`` rows
     its remaining eigenvectors); ``"identity"``: the first ``n_components`` rows of
-    ``I_d``; ``"random"``: standard normal entries. Each is scaled by the best multiple
+    ``I_d``; ``"random"``: standard normal entries; ``"auto"``: scikit-learn NCA's choice
+    (``auto_init``). Each is scaled by the best multiple
     (``fast_solver.low_rank.solver.start_scale``). An array is used as given."""
     d = problem.n_features
     r = check_n_components(n_components, d)
@@ -154,6 +155,8 @@ def initial_map(problem: LMNNProblem, n_components: int | None, init, random_sta
         return check_init_array(init, (r, d))
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS} or an array of shape ({r}, {d}), got {init!r}.")
+    if init == "auto":
+        init = auto_init(r, d, problem.n_samples, len(problem.classes))
     Xc = problem.X_centered
     if init == "pca":
         _, V = np.linalg.eigh(Xc.T @ Xc)
@@ -166,6 +169,15 @@ def initial_map(problem: LMNNProblem, n_components: int | None, init, random_sta
     else:
         L = check_random_state(random_state).standard_normal((r, d))
     return start_scale(problem, Xc @ L.T) * L
+
+
+def auto_init(n_components: int, n_features: int, n_samples: int, n_classes: int) -> str:
+    """scikit-learn NCA's ``init="auto"``: ``"lda"`` when ``n_components <= min(n_features,
+    n_classes - 1)``, else ``"pca"`` when ``n_components < min(n_features, n_samples)``, else
+    ``"identity"``."""
+    if n_components <= min(n_features, n_classes - 1):
+        return "lda"
+    return "pca" if n_components < min(n_features, n_samples) else "identity"
 
 
 def lmca_loss(problem: LMNNProblem, L, width: float = 0.0) -> tuple[float, np.ndarray]:
@@ -288,8 +300,11 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         Target neighbours per point (nearest same-class points, Euclidean).
     mu : float in [0, 1], default=0.5
         Weight of the push term; the pull term has ``1 - mu``.
-    init : {"pca", "lda", "identity", "random"} or ndarray of shape (n_components, n_features), default="pca"
-        Starting ``L`` (``initial_map``); the paper starts at PCA.
+    init : {"pca", "lda", "identity", "random", "auto"} or ndarray of shape (n_components, n_features), default="pca"
+        Starting ``L`` (``initial_map``); the paper starts at PCA. "auto" means what it
+        means for scikit-learn's NCA: "lda" when ``n_components <= min(n_features,
+        n_classes - 1)``, else "pca" when ``n_components < min(n_features, n_samples)``,
+        else "identity".
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by smoothing continuation) or the paper's smooth hinge.
     max_iter : int, default=1000

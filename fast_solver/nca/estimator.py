@@ -10,6 +10,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import LinearMetricTransformer, labelled_inputs
@@ -25,6 +26,16 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     L-BFGS-B; parameters named as scikit-learn's ``NeighborhoodComponentsAnalysis``.
     Distances are computed in blocks of rows within ``working_memory`` MiB, never the
     n x n matrix at once (``fast_solver.nca.objective``).
+
+    It behaves as scikit-learn's NCA where a user would notice. Labels of a single class
+    are fitted: every point's neighbours are then all of its class, ``f`` and ``g`` are
+    constant (``n`` and 0) and their gradient is zero, so ``components_`` is the starting
+    map (the identity for ``init="identity"``) and ``n_iter_`` is 0. A fit that stops
+    without converging raises a ``ConvergenceWarning`` only when ``verbose`` is positive,
+    as scikit-learn's does; with ``verbose=0`` it is silent, and ``n_iter_ == max_iter``
+    tells that the budget ran out. Invalid parameters raise scikit-learn's
+    ``InvalidParameterError`` (a ``ValueError`` and ``TypeError``) from the same
+    constraints as scikit-learn's NCA.
 
     Parameters
     ----------
@@ -44,7 +55,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     callback : callable, default=None
         ``callback(A.ravel(), n_iter)`` after each iteration, ``n_iter`` counted from 1.
     verbose : int, default=0
-        If positive, print one row per iteration: objective and seconds.
+        If positive, print one row per iteration (objective and seconds) and warn when
+        L-BFGS-B stops without converging.
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"`` and ``"pca"``.
     objective : {"f", "g"}, default="f"
@@ -60,6 +72,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         ``f`` or ``g`` at ``components_``.
     n_iter_ : int
         L-BFGS-B iterations run.
+    random_state_ : numpy.random.RandomState
+        The generator that seeded the start, ``check_random_state(random_state)``.
     n_features_in_ : int
         Number of features seen in ``fit``.
 
@@ -117,8 +131,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         X : array-like of shape (n_samples, n_features)
             Real training inputs.
         y : array-like of shape (n_samples,)
-            Class labels, at least two classes; for ``objective="g"`` at least two
-            points in every class.
+            Class labels; for ``objective="g"`` at least two points in every class. A
+            single class is fitted by the starting map (its objective is constant).
 
         Returns
         -------
@@ -128,16 +142,19 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         Raises
         ------
         ValueError
-            If ``y`` has one class, ``n_components`` exceeds ``n_features``, ``init``
-            does not fit ``X``, or ``objective="g"`` meets a class of one point.
+            If ``n_components`` exceeds ``n_features``, ``init`` does not fit ``X``,
+            ``init="lda"`` meets a single class, or ``objective="g"`` meets a class of
+            one point.
 
         Warns
         -----
         ConvergenceWarning
-            If L-BFGS-B stops without success (e.g. after ``max_iter`` iterations).
+            If ``verbose`` is positive and L-BFGS-B stops without success (e.g. after
+            ``max_iter`` iterations).
 
         Examples
         --------
+        >>> import numpy as np
         >>> from sklearn.datasets import load_iris
         >>> from fast_solver import NCA
         >>> X, y = load_iris(return_X_y=True)
@@ -146,18 +163,29 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         (4, 4)
         >>> nca.objective_ <= 0  # g = sum_i log p_i
         True
+        >>> one_class = NCA(init="identity").fit(X[:50], y[:50])  # scikit-learn's behaviour
+        >>> bool((one_class.components_ == np.eye(4)).all()), one_class.n_iter_
+        (True, 0)
         """
         previous = getattr(self, "components_", None) if self.warm_start else None
         X, y = labelled_inputs(self, X, y)
-        result = minimize_nca(X, y, self._start(X, y, previous), objective=self.objective,
+        self.random_state_ = check_random_state(self.random_state)
+        start = self._start(X, y, previous)
+        if len(np.unique(y)) == 1:  # every p_i = 1: f = n, g = 0, gradient 0 at every A
+            self.components_ = np.array(start, dtype=float)
+            self.objective_ = float(len(y)) if self.objective == "f" else 0.0
+            self.n_iter_ = 0
+            return self
+        result = minimize_nca(X, y, start, objective=self.objective,
                               max_iter=self.max_iter, tol=self.tol, callback=self._each_iteration(),
                               working_memory=self.working_memory)
         self.components_ = result.components
         self.objective_ = result.objective
         self.n_iter_ = int(result.nit)
-        if not result.converged:
+        if self.verbose and not result.converged:  # scikit-learn's NCA warns only when verbose
             advice = "; raise max_iter" if result.status == MAX_ITER else ""
-            warnings.warn(f"[NCA] did not converge after {result.nit} iterations: {result.message}"
+            name = type(self).__name__
+            warnings.warn(f"[{name}] NCA did not converge after {result.nit} iterations: {result.message}"
                           f"{advice}.", ConvergenceWarning)
         return self
 
@@ -177,7 +205,7 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
                                  f"{previous.shape[1]}; pass warm_start=False to start afresh.")
             return previous
         if not isinstance(self.init, np.ndarray):
-            return initial_components(X, y, self.n_components or d, self.init, self.random_state)
+            return initial_components(X, y, self.n_components or d, self.init, self.random_state_)
         A = check_map(self.init, d, "init")
         if A.shape[0] > d:
             raise ValueError(f"init has {A.shape[0]} rows, more than the {d} features of X; NCA maps "

@@ -5,13 +5,14 @@ from __future__ import annotations
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
+from lmnn_sdp.core.mahalanobis import MahalanobisMixin
 from lmnn_sdp.core.psd import psd_factor
 from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
 
 
-class MMC(TransformerMixin, BaseEstimator):
+class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
     """Mahalanobis Metric for Clustering, solved exactly and certified.
 
     MMC of Xing et al. (2002), as stated by Weinberger & Saul (JMLR 2009, sec. 2.3.1).
@@ -20,7 +21,9 @@ class MMC(TransformerMixin, BaseEstimator):
     ``sum_S D_A <= 1``, ``A`` PSD; the diagonal one is Xing et al.'s
     ``min sum_S D_A - log(sum_D sqrt(D_A))`` over ``A = diag(a)``, ``a >= 0``. Both are
     solved in cvxpy, refined and certified by ``lmnn_sdp.solve_mmc``; ``transform``
-    maps ``x`` to ``L x`` with ``L^T L = A``.
+    maps ``x`` to ``L x`` with ``L^T L = A``, and metric-learn's Mahalanobis methods
+    (``get_mahalanobis_matrix``, ``pair_distance``, ``pair_score``, ``get_metric``) come
+    from ``lmnn_sdp.core.mahalanobis.MahalanobisMixin``, as on every linear learner.
 
     Parameters
     ----------
@@ -54,14 +57,20 @@ class MMC(TransformerMixin, BaseEstimator):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from sklearn.datasets import load_iris
-    >>> from lmnn_sdp import MMC
+    >>> from lmnn_sdp import MMC, pair_distances
     >>> X, y = load_iris(return_X_y=True)
     >>> mmc = MMC().fit(X[::5], y[::5])
     >>> mmc.certificate_.certified
     True
     >>> mmc.transform(X[:3]).shape
     (3, 4)
+    >>> d = mmc.pair_distance([[X[0], X[100]]])[0]
+    >>> bool(np.isclose(d ** 2, pair_distances(X, [[0, 100]], mmc.metric_)[0]))
+    True
+    >>> bool(np.isclose(mmc.get_metric()(X[0], X[100]), d))
+    True
     """
 
     _parameter_constraints = {
@@ -120,44 +129,3 @@ class MMC(TransformerMixin, BaseEstimator):
         self.components_ = psd_factor(self.metric_)
         self.objective_ = self.certificate_.objective
         return self
-
-    def transform(self, X):
-        """Map every row ``x`` of ``X`` to ``L x``, where ``L^T L = metric_``.
-
-        Euclidean distances between transformed points are the learned Mahalanobis
-        distances: ``|L x - L z|^2 = (x - z)^T A (x - z)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs with the features seen in ``fit``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            ``X @ components_.T``.
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            ``fit`` has not been called.
-        ValueError
-            ``X`` with NaN or infinity, or another number of features than in ``fit``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import load_iris
-        >>> from lmnn_sdp import MMC, pair_distances
-        >>> X, y = load_iris(return_X_y=True)
-        >>> mmc = MMC().fit(X[::5], y[::5])
-        >>> Z = mmc.transform(X)
-        >>> Z.shape
-        (150, 4)
-        >>> distance = pair_distances(X, [[0, 100]], mmc.metric_)[0]
-        >>> bool(np.isclose(np.sum((Z[0] - Z[100]) ** 2), distance))
-        True
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
-        return X @ self.components_.T

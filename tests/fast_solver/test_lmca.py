@@ -13,7 +13,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import solve
-from fast_solver.low_rank.lmca import LMCA, initial_map, lmca_loss, price_of_rank, solve_lmca
+from fast_solver.low_rank.lmca import LMCA, auto_init, initial_map, lmca_loss, price_of_rank, solve_lmca
 from lmnn_sdp.core.problem import LMNNProblem
 
 
@@ -122,6 +122,18 @@ def test_initial_maps(iris):
                                   initial_map(problem, 2, "random", random_state=0))
     given = np.arange(8.0).reshape(2, 4)
     np.testing.assert_array_equal(initial_map(problem, 2, given), given)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # a short budget
+@pytest.mark.parametrize("n_components, chosen", [(1, "lda"), (2, "lda"), (3, "pca"), (4, "identity")])
+def test_auto_init_is_scikit_learn_ncas_choice(iris, n_components, chosen):
+    problem, _ = iris  # 150 points of 4 features in 3 classes: lda up to 2 rows, pca below 4
+    assert auto_init(n_components, 4, 150, 3) == chosen
+    np.testing.assert_array_equal(initial_map(problem, n_components, "auto"),
+                                  initial_map(problem, n_components, chosen))
+    assert auto_init(2, 4, 3, 3) == "lda" and auto_init(3, 4, 3, 3) == "identity"  # n_samples = 3
+    model = LMCA(n_components=n_components, init="auto", max_iter=5).fit(problem.X, problem.y)
+    assert model.components_.shape == (n_components, 4)
 
 
 @pytest.mark.parametrize("call, match", [
