@@ -84,11 +84,6 @@ class SDPResult(CertifiedResult):
         return self.certificate.clusters
 
     @property
-    def converged(self) -> bool:
-        """The stopping rule, a certified gap at most ``tol``, was met."""
-        return self.status == CONVERGED
-
-    @property
     def metrics(self) -> np.ndarray:
         """The metrics (C, d, d); ``metrics[c]`` measures distances to points of cluster c."""
         return self.metric if self.clusters is not None else self.metric[None]

@@ -24,3 +24,14 @@ STALLED = "stalled"
 point, or bounds that its certificate does not prove."""
 
 STATUSES = (CONVERGED, MAX_ITER, STALLED)
+
+
+class Stopped:
+    """What every result derives from its ``status``: ``converged``."""
+
+    status: str
+
+    @property
+    def converged(self) -> bool:
+        """The method's stopping rule was met: ``status == "converged"``."""
+        return self.status == CONVERGED

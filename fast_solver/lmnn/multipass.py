@@ -43,7 +43,7 @@ from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, nearest_same_class
 from lmnn_sdp.core.psd import psd_factor
-from lmnn_sdp.status import CONVERGED, MAX_ITER
+from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 
 STOP_RULES = ("targets", "passes")
 RANK_RTOL = 1e-12  # eigenvalues of a pass metric at most this of the largest are rounding of 0
@@ -51,7 +51,7 @@ TIE_RTOL = 1e-9  # squared distances this close (relative; or within tol, if lar
 
 
 @dataclass(frozen=True, repr=False)
-class MultiPassResult:
+class MultiPassResult(Stopped):
     """The passes of one multi-pass solve (sec. 5.1).
 
     Attributes
@@ -102,11 +102,6 @@ class MultiPassResult:
     def n_passes(self) -> int:
         """Passes run."""
         return len(self.passes)
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule was met: ``status == "converged"``."""
-        return self.status == CONVERGED
 
     @property
     def certified(self) -> bool:

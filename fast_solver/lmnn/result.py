@@ -9,7 +9,6 @@ import numpy as np
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
-from lmnn_sdp.status import CONVERGED
 
 
 @dataclass(frozen=True)
@@ -128,11 +127,6 @@ class FastLMNNResult(CertifiedResult):
     active_triplets: np.ndarray
     stages: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule was met: ``status == "converged"``."""
-        return self.status == CONVERGED
 
     @property
     def clusters(self) -> np.ndarray | None:

@@ -42,7 +42,7 @@ from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.start import best_scale
 from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
 from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.status import CONVERGED, MAX_ITER
+from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 
 HINGES = ("linear", "smooth")
 SMOOTH_WIDTH = 1.0  # the smooth hinge of Rennie & Srebro, as in the LMCA paper (sec. 2)
@@ -69,7 +69,7 @@ class LowRankStage:
 
 
 @dataclass(repr=False)
-class LMCAResult:
+class LMCAResult(Stopped):
     """A low-rank fit of eq. 14 (LMCA or kernel LMCA); nothing is printed.
 
     Attributes
@@ -129,11 +129,6 @@ class LMCAResult:
     stages: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     price_of_rank: float | None = None
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule was met: ``status == "converged"``."""
-        return self.status == CONVERGED
 
     def __repr__(self) -> str:
         price = "None" if self.price_of_rank is None else f"{self.price_of_rank:.3g}"

@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
 from lmnn_sdp.core.problem import check_inputs
 from lmnn_sdp.core.psd import psd_factor
-from lmnn_sdp.status import CONVERGED, MAX_ITER
+from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class MLNGEpoch:
 
 
 @dataclass(frozen=True, repr=False)
-class MLNGResult:
+class MLNGResult(Stopped):
     """What ``fit_mlng`` returns; nothing is printed.
 
     Attributes
@@ -94,11 +94,6 @@ class MLNGResult:
     n_steps: int
     history: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule was met: ``status == "converged"``."""
-        return self.status == CONVERGED
 
     def __repr__(self) -> str:
         return (f"MLNGResult(objective={self.objective:.6g}, mean_loss={self.mean_loss:.4g}, "

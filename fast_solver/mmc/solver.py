@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from fast_solver.mmc.compiled import gradient_rows, xing_sums
 from fast_solver.mmc.xing import XingSums, projected_newton
-from lmnn_sdp.certificates.certified import CertifiedResult
+from lmnn_sdp.certificates.certified import CertifiedMMCResult
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.pairs import implicit_layout
@@ -47,7 +47,7 @@ RANK_FLOOR = 1e-14  # eigenvalues of B below this fraction of the largest leave 
 
 
 @dataclass(frozen=True, repr=False)
-class FastMMCResult(CertifiedResult):
+class FastMMCResult(CertifiedMMCResult):
     """A fast MMC solve and its proof; nothing is printed.
 
     ``metric`` (d, d), ``objective``, ``sense``, ``upper``, ``lower``, ``relative_gap``,
@@ -92,21 +92,6 @@ class FastMMCResult(CertifiedResult):
     n_certificates: int
     estimated_gap: float
     timings: dict
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule was met: ``status == "converged"``."""
-        return self.status == CONVERGED
-
-    @property
-    def objective(self) -> float:
-        """The certificate's objective at ``metric``: ``f(A)`` (MMC) or ``g(a)`` (Xing)."""
-        return self.certificate.objective
-
-    @property
-    def sense(self) -> str:
-        """``"maximize"`` (MMC) or ``"minimize"`` (Xing's diagonal problem)."""
-        return self.certificate.sense
 
     def __repr__(self) -> str:
         return (f"FastMMCResult({self.certificate.summary()}, status={self.status!r}, "

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lmnn_sdp.status import Stopped
 
-class CertifiedResult:
+
+class CertifiedResult(Stopped):
     """A solve's result whose ``metric``, ``upper``, ``lower``, ``relative_gap``, ``certified``
     and ``tol`` are read from its ``certificate`` (LMNN, multi-metric LMNN or MMC), so they
     can never disagree with the proof."""
@@ -44,3 +46,18 @@ class CertifiedResult:
     def tol(self) -> float:
         """The relative gap up to which the answer counts as certified."""
         return self.certificate.tol
+
+
+class CertifiedMMCResult(CertifiedResult):
+    """A result of MMC (Xing et al. 2002) or Xing's diagonal problem, whose ``objective`` and
+    ``sense`` are also its certificate's (``lmnn_sdp.MMCCertificate``)."""
+
+    @property
+    def objective(self) -> float:
+        """The certificate's objective at ``metric``: ``f(A)`` (MMC) or ``g(a)`` (Xing)."""
+        return self.certificate.objective
+
+    @property
+    def sense(self) -> str:
+        """``"maximize"`` (MMC) or ``"minimize"`` (Xing's diagonal problem)."""
+        return self.certificate.sense

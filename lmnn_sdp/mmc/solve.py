@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
-from lmnn_sdp.certificates.certified import CertifiedResult
+from lmnn_sdp.certificates.certified import CertifiedMMCResult
 from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
@@ -69,7 +69,7 @@ class Attempt:
 
 
 @dataclass(frozen=True, repr=False)
-class MMCResult(CertifiedResult):
+class MMCResult(CertifiedMMCResult):
     """Solution of :func:`solve_mmc`: its certificate plus how it was found.
 
     The vocabulary (``metric``, ``objective``, ``sense``, ``upper``, ``lower``,
@@ -113,21 +113,6 @@ class MMCResult(CertifiedResult):
     solver: str
     attempts: tuple
     timings: dict
-
-    @property
-    def converged(self) -> bool:
-        """The stopping rule, a certified gap at most ``tol``, was met."""
-        return self.status == CONVERGED
-
-    @property
-    def objective(self) -> float:
-        """The certificate's objective at ``metric``: ``f(A)`` (MMC) or ``g(a)`` (Xing)."""
-        return self.certificate.objective
-
-    @property
-    def sense(self) -> str:
-        """``"maximize"`` (MMC) or ``"minimize"`` (Xing's diagonal problem)."""
-        return self.certificate.sense
 
     def __repr__(self) -> str:
         return (f"MMCResult({self.certificate.summary()}, status={self.status!r}, "
