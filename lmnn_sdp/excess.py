@@ -2,8 +2,8 @@
 
 A metric's own certificate (``lmnn_sdp.certify``) bounds the optimum from below with
 multipliers of complementary slackness at that metric; far from the optimum those
-multipliers prove little (Euclidean on iris: a lower bound of 9.5 against an optimum of
-226.7). The certified optimum, solved on the exact side, proves the bound that tells how far.
+multipliers prove little. The certified optimum, solved on the exact side, proves the bound
+that tells how far.
 """
 
 from __future__ import annotations
@@ -86,14 +86,13 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     ``lower*`` is the better of two rigorous lower bounds on the optimum of eq. 14 (or of
     sec. 5.2 with clusters): the metric's own certificate (``lmnn_sdp.certify``) and the
     certificate of the optimum, solved exactly by aggregated active sets
-    (``solve_lmnn(method="aggregated")`` or ``solve_mm_lmnn``). The optimum's objective
+    (``solve_lmnn(method="aggregated")``, multi-metric when the problem holds clusters). The optimum's objective
     also bounds the excess from below (``Excess.excess_at_least``). Nothing is taken on
     trust: both bounds are proved by multipliers scaled into the dual cone, and rounding
     counts against the claim.
 
     Cost: one exact solve, skipped when the metric's own certificate already proves its
-    gap within ``tol`` (on the corpus, 0.05 to 3 s for 15 to 200 points; it grows with the
-    number of active triplets).
+    gap within ``tol``; it grows with the number of triplets near the margin.
 
     Parameters
     ----------
@@ -140,7 +139,7 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     ('optimum', 0.726, 5.878)
     """
     from lmnn_sdp.candidate import certify
-    from lmnn_sdp.lmnn import solve_lmnn, solve_mm_lmnn
+    from lmnn_sdp.lmnn import solve_lmnn
 
     if clusters is not None:
         problem = problem.with_clusters(clusters)
@@ -150,10 +149,7 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     reference, optimum_upper, seconds = None, float("nan"), 0.0
     if not own.certified:
         start = time.perf_counter()
-        if problem.clusters is None:
-            result = solve_lmnn(problem, solver, method="aggregated", tol=tol)
-        else:
-            result = solve_mm_lmnn(problem, solver=solver, method="aggregated", tol=tol)
+        result = solve_lmnn(problem, solver, method="aggregated", tol=tol)  # with the problem's clusters
         seconds = time.perf_counter() - start
         reference = result.certificate
         optimum_upper = reference.upper + reference.upper_error

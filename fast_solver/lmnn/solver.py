@@ -51,7 +51,7 @@ dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
 complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when
 the estimated gap against the best metric so far is below ``tol``.
 
-What was tried and measured, and why this design: ``docs/design/fast-lmnn-solver.md``.
+Design note: ``docs/design/fast-lmnn-solver.md``.
 """
 
 from __future__ import annotations

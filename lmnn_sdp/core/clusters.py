@@ -16,7 +16,7 @@ out. The price is large metrics. LMNN is the case of one cluster.
 The basis ``B_c`` is the eigenbasis of ``P_c`` also for a regular cluster, so the
 SDPs see a diagonal pull matrix.
 
-What was tried and measured: ``docs/design/singular-clusters.md``.
+Design note: ``docs/design/singular-clusters.md``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ for it; once no triplet outside ``W`` is violated, the omitted hinge terms are
 zero at the solution, ``eps(M)`` equals the restricted optimum and the
 certificate carries over to the whole problem.
 
-What was tried and measured, and why this design: ``docs/design/constraint-generation.md``.
+Design note: ``docs/design/constraint-generation.md``.
 """
 
 from __future__ import annotations

@@ -123,8 +123,7 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = 
         Relative gap accepted from a solver under test (``CorpusCase.tolerance``); raised
         to the stored certificate's gap where that is larger.
     verify : bool, default=False
-        Re-derive every certificate from its evidence (``Certificate.verify``, about 10 ms
-        each) before returning it, as ``lmnn-sdp corpus check`` does.
+        Re-derive every certificate from its evidence (``Certificate.verify``) before returning it, as ``lmnn-sdp corpus check`` does.
 
     Returns
     -------
