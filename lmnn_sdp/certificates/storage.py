@@ -1,10 +1,15 @@
 """Certificates on disk: ``NAME.npz`` holds the arrays, ``NAME.json`` the numbers.
 
-This is the format of the certified corpus (``lmnn_sdp/testing/corpus/README.md``):
+This is the format of the certified corpus (``lmnn_sdp/testing/corpus/README.md``; the
+JSON Schema of ``NAME.json`` is ``certificate.schema.json`` beside this module):
 anyone with a ``.npz`` reader and a JSON parser can re-check a stored
 certificate. The JSON carries a SHA-256 digest of the arrays and of its own
 numbers, so an edited or damaged file is refused on loading, before any bound is
 re-derived (a certificate's ``verify()`` then checks the mathematics itself).
+
+Versions: format 4 names itself (``format``) and the release that wrote it
+(``written_by``); format 3 is format 4 without those two fields. Every release reads
+every format from 3 on and refuses a newer one by name.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 3
+FORMAT = "lmnn-sdp certificate"
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (3, 4)
 
 
 def digest(arrays: dict, fields: dict) -> str:
@@ -55,10 +62,37 @@ def save(path, arrays: dict, fields: dict) -> tuple[Path, Path]:
                             "without pickle; convert it to numbers or strings.")
     npz, js = _with(base, ".npz"), _with(base, ".json")
     np.savez_compressed(npz, **arrays)
-    record = {"format_version": FORMAT_VERSION, **fields}
+    record = {"format": FORMAT, "format_version": FORMAT_VERSION, "written_by": _writer(), **fields}
     record["sha256"] = digest(arrays, record)
     js.write_text(json.dumps(record, indent=1) + "\n")
     return npz, js
+
+
+def _writer() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"lmnn-sdp {version('lmnn-sdp')}"
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "lmnn-sdp (not installed)"
+
+
+def check_format(fields: dict, where) -> None:
+    """A ValueError unless ``fields`` are those of a certificate in a format this release reads."""
+    version = fields.get("format_version")
+    if version is None or not isinstance(fields.get("problem"), str):
+        raise ValueError(f"{where}: not a certificate of lmnn-sdp (no format_version or problem "
+                         "field); certificates are written by Certificate.save or lmnn-sdp certify.")
+    if not isinstance(version, int) or version < min(READABLE_VERSIONS):
+        raise ValueError(f"{where}: format_version={version!r} is not a certificate format "
+                         f"(formats {min(READABLE_VERSIONS)}-{FORMAT_VERSION} are read).")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"{where}: format {version} was written by a newer lmnn-sdp "
+                         f"({fields.get('written_by', 'unknown')}); this release reads formats "
+                         f"{min(READABLE_VERSIONS)}-{FORMAT_VERSION}: upgrade lmnn-sdp to read it.")
+    if version >= 4 and fields.get("format") != FORMAT:
+        raise ValueError(f"{where}: format={fields.get('format')!r} is not {FORMAT!r}; the file "
+                         "is not a certificate of lmnn-sdp.")
 
 
 def read_fields(path) -> dict:
@@ -73,13 +107,15 @@ def load(path, fields: dict | None = None) -> tuple[dict, dict]:
     """``(arrays, fields)`` of a saved certificate; ``path`` may name either file.
 
     ``fields`` replaces ``PATH.json`` (a corpus keeps them in its manifest).
-    A ValueError when the arrays or the fields do not match the stored digest."""
+    A ValueError when the fields are not of a format this release reads (``check_format``)
+    or the arrays or the fields do not match the stored digest."""
     base = stem(path)
     npz = _with(base, ".npz")
     if not npz.exists():
         raise FileNotFoundError(f"no certificate arrays at {npz}.")
     if fields is None:
         fields = read_fields(base)
+    check_format(fields, base)
     with np.load(npz, allow_pickle=False) as data:
         arrays = {name: data[name] for name in data.files}
     stored = fields.get("sha256")
