@@ -8,8 +8,9 @@ bound (the multipliers of complementary slackness, or the certified optimum).
 from __future__ import annotations
 
 from lmnn_sdp.testing.assertions import assert_lmnn_optimal
-from lmnn_sdp.testing.corpus_cases import CorpusCase, corpus_cases, corpus_dir
+from lmnn_sdp.testing.corpus_cases import CorpusCase, MMCCase, corpus_cases, corpus_dir
+from lmnn_sdp.testing.mmc_assertion import assert_mmc_optimal
 from lmnn_sdp.testing.solver_check import SolverCheck, check_lmnn_solver
 
-__all__ = ["CorpusCase", "SolverCheck", "assert_lmnn_optimal", "check_lmnn_solver", "corpus_cases",
-           "corpus_dir"]
+__all__ = ["CorpusCase", "MMCCase", "SolverCheck", "assert_lmnn_optimal", "assert_mmc_optimal",
+           "check_lmnn_solver", "corpus_cases", "corpus_dir"]

@@ -11,12 +11,19 @@ import json
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lmnn_sdp import certificates
 from lmnn_sdp.certificates.certificate import Certificate
 
-KINDS = ("lmnn", "multi-metric-lmnn")
+if TYPE_CHECKING:
+    from lmnn_sdp.mmc.certificate import MMCCertificate
+
+LMNN_KINDS = ("lmnn", "multi-metric-lmnn")
+MMC_KINDS = ("mmc", "mmc-diagonal")
+KINDS = LMNN_KINDS + MMC_KINDS
 MANIFEST = "manifest.json"
 
 
@@ -108,7 +115,71 @@ class CorpusCase:
         return self.id
 
 
-def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = False) -> list[CorpusCase]:
+@dataclass(frozen=True, eq=False)
+class MMCCase:
+    """One certified MMC instance of the corpus: a problem and its certified maximum.
+
+    (MMC) is ``max f(A) = sum_D sqrt(D_A)`` s.t. ``sum_S D_A <= 1``, ``A`` PSD (Xing et al.
+    2002; Weinberger & Saul, JMLR 2009, sec. 2.3.1); ``mmc-diagonal`` is the same over
+    diagonal ``A``, Xing's problem. ``str(case)`` is its ``id``.
+
+    Parameters
+    ----------
+    id : str
+        The instance's name in the corpus (``manifest.json``).
+    kind : {"mmc", "mmc-diagonal"}
+        Full or diagonal metrics.
+    X : ndarray of shape (n_samples, n_features)
+        Inputs.
+    y : ndarray of int of shape (n_samples,)
+        Labels; the pairs are all pairs ``i < j``, similar when the labels agree.
+    similar, dissimilar : ndarray of int of shape (n_pairs, 2)
+        The pairs ``S`` and ``D`` (the same as those of ``y``).
+    diagonal : bool
+        ``kind == "mmc-diagonal"``.
+    value : float
+        ``f`` at the certified metric, less a bound on its rounding: the maximum is at
+        least this.
+    bound : float
+        The certified upper bound: the maximum is at most this.
+    tolerance : float
+        The gap ``(bound - f) / bound`` (diagonal: ``log(bound / f)``) up to which a
+        solver's metric counts as optimal: the ``tolerance`` given to ``corpus_cases``,
+        never below the stored certificate's gap.
+    metric : ndarray of shape (n_features, n_features)
+        The certified metric, scaled to ``sum_S D = 1``.
+    certificate : MMCCertificate
+        The stored certificate (loaded, digest checked).
+
+    Examples
+    --------
+    >>> from lmnn_sdp.testing import corpus_cases
+    >>> case = corpus_cases("mmc")[0]
+    >>> str(case), case.X.shape, case.diagonal
+    ('mmc-iris-n150', (150, 4), False)
+    >>> bool(case.value <= case.bound <= case.value * (1 + case.tolerance))
+    True
+    """
+
+    id: str
+    kind: str
+    X: np.ndarray = field(repr=False)
+    y: np.ndarray = field(repr=False)
+    similar: np.ndarray = field(repr=False)
+    dissimilar: np.ndarray = field(repr=False)
+    diagonal: bool
+    value: float
+    bound: float
+    tolerance: float
+    metric: np.ndarray = field(repr=False)
+    certificate: MMCCertificate | None = field(repr=False, default=None, compare=False)
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6,
+                 verify: bool = False) -> list[CorpusCase] | list[MMCCase]:
     """The certified corpus as test cases, ready for ``pytest.mark.parametrize``.
 
     Each case holds a problem (``X``, ``y``, ``k``, ``mu``, ``targets``, and ``clusters`` for
@@ -117,8 +188,9 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = 
 
     Parameters
     ----------
-    kind : {"lmnn", "multi-metric-lmnn"}, default="lmnn"
-        Which problems: LMNN (eq. 14) or multi-metric LMNN (sec. 5.2).
+    kind : {"lmnn", "multi-metric-lmnn", "mmc", "mmc-diagonal"}, default="lmnn"
+        Which problems: LMNN (eq. 14), multi-metric LMNN (sec. 5.2), or MMC over full or
+        diagonal metrics (Xing et al. 2002).
     tolerance : float, default=1e-6
         Relative gap accepted from a solver under test (``CorpusCase.tolerance``); raised
         to the stored certificate's gap where that is larger.
@@ -127,7 +199,7 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = 
 
     Returns
     -------
-    list of CorpusCase
+    list of CorpusCase, or of MMCCase for the MMC kinds
         In the corpus's order; ``str(case)`` is the instance's name, for ``ids=str``.
 
     Raises
@@ -140,8 +212,8 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = 
     --------
     >>> from lmnn_sdp.testing import corpus_cases
     >>> cases = corpus_cases()
-    >>> len(cases), len(corpus_cases("multi-metric-lmnn"))
-    (31, 4)
+    >>> len(cases), len(corpus_cases("multi-metric-lmnn")), len(corpus_cases("mmc-diagonal"))
+    (31, 4, 2)
     >>> case = cases[3]
     >>> case.id, round(case.optimum, 4)
     ('iris-n60-k2-mu0.5', 44.2328)
@@ -163,10 +235,17 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6, verify: bool = 
     for entry in manifest["instances"]:
         if entry["problem"] != kind:
             continue
-        certificate = Certificate.load(directory / entry["name"])
+        certificate = certificates.load(directory / entry["name"])
         if verify:
             certificate = certificate.verify()
         p = certificate.problem
+        if kind in MMC_KINDS:
+            cases.append(MMCCase(
+                id=entry["name"], kind=kind, X=p.X, y=p.y, similar=p.similar, dissimilar=p.dissimilar,
+                diagonal=p.diagonal, value=certificate.feasible_value, bound=certificate.bound,
+                tolerance=max(float(tolerance), certificate.relative_gap), metric=certificate.M,
+                certificate=certificate))
+            continue
         cases.append(CorpusCase(
             id=entry["name"], kind=kind, X=p.X, y=p.y, k=p.k, mu=p.mu, targets=p.targets,
             optimum=certificate.upper + certificate.upper_error,

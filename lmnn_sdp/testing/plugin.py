@@ -9,18 +9,19 @@ case of the corpus (``lmnn_sdp.testing.corpus_cases``), named after it::
         metric = my_solver(lmnn_case.X, lmnn_case.y, lmnn_case.k, lmnn_case.mu)
         assert_lmnn_optimal(lmnn_case.X, lmnn_case.y, metric, k=lmnn_case.k, mu=lmnn_case.mu)
 
-``mm_lmnn_case`` does the same over the multi-metric LMNN cases.
+``mm_lmnn_case`` does the same over the multi-metric LMNN cases, ``mmc_case`` over the MMC
+cases, full and diagonal (``lmnn_sdp.testing.MMCCase``).
 """
 
 from __future__ import annotations
 
 from lmnn_sdp.testing.corpus_cases import corpus_cases
 
-FIXTURES = {"lmnn_case": "lmnn", "mm_lmnn_case": "multi-metric-lmnn"}
+FIXTURES = {"lmnn_case": ("lmnn",), "mm_lmnn_case": ("multi-metric-lmnn",), "mmc_case": ("mmc", "mmc-diagonal")}
 
 
 def pytest_generate_tests(metafunc):
-    """Parametrise ``lmnn_case`` (and ``mm_lmnn_case``) over the corpus, ids the case names.
+    """Parametrise ``lmnn_case``, ``mm_lmnn_case`` and ``mmc_case`` over the corpus, ids the case names.
 
     Parameters
     ----------
@@ -35,9 +36,9 @@ def pytest_generate_tests(metafunc):
     --------
     >>> from lmnn_sdp.testing.plugin import FIXTURES
     >>> sorted(FIXTURES)
-    ['lmnn_case', 'mm_lmnn_case']
+    ['lmnn_case', 'mm_lmnn_case', 'mmc_case']
     """
-    for name, kind in FIXTURES.items():
+    for name, kinds in FIXTURES.items():
         if name in metafunc.fixturenames:
-            cases = corpus_cases(kind)
+            cases = [case for kind in kinds for case in corpus_cases(kind)]
             metafunc.parametrize(name, cases, ids=[case.id for case in cases])

@@ -179,7 +179,7 @@ def test_importing_the_testing_api_loads_neither_cvxpy_nor_pytest_nor_the_fast_s
 
 OUTSIDE = '''
 import numpy as np
-from lmnn_sdp.testing import assert_lmnn_optimal, check_lmnn_solver
+from lmnn_sdp.testing import assert_lmnn_optimal, assert_mmc_optimal, check_lmnn_solver
 
 def test_the_certified_metric_is_optimal(lmnn_case):
     assert_lmnn_optimal(lmnn_case.X, lmnn_case.y, lmnn_case.metric, k=lmnn_case.k, mu=lmnn_case.mu,
@@ -197,6 +197,9 @@ def test_the_identity_is_not(lmnn_case):
 def test_multi_metric(mm_lmnn_case):
     c = mm_lmnn_case
     assert_lmnn_optimal(c.X, c.y, c.metric, k=c.k, mu=c.mu, clusters=c.clusters)
+
+def test_mmc(mmc_case):
+    assert_mmc_optimal(mmc_case.X, mmc_case.metric, y=mmc_case.y, diagonal=mmc_case.diagonal)
 '''
 
 
@@ -217,13 +220,13 @@ def test_a_test_file_outside_the_package_runs_the_corpus_through_the_plugin(tmp_
                          cwd=tmp_path, capture_output=True, text=True, env={**__import__("os").environ,
                                                                             "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "22 passed, 44 deselected" in run.stdout, run.stdout
+    assert "26 passed, 44 deselected" in run.stdout, run.stdout
     listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", *_plugin(),
                              "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-o", "addopts=",
                              str(tmp_path / "test_outside.py")], cwd=tmp_path, capture_output=True, text=True,
                             env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert "test_the_certified_metric_is_optimal[iris-n150-k3-mu0.5]" in listed.stdout
-    assert "66 tests collected" in listed.stdout, listed.stdout
+    assert "70 tests collected" in listed.stdout, listed.stdout
 
 
 def test_the_plugin_is_a_pytest11_entry_point():

@@ -1,0 +1,133 @@
+"""``assert_mmc_optimal``: a test passes only when a certificate proves an MMC metric optimal."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from lmnn_sdp.mmc.certificate import MMCCertificate
+
+TOP_PAIRS = 5
+
+
+def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diagonal: bool = False,
+                       rtol: float = 1e-6, excess: bool = True, solver: str = "CLARABEL") -> MMCCertificate:
+    """Assert that a certificate proves ``metric`` within ``rtol`` of the optimum of MMC.
+
+    (MMC) is ``max f(A) = sum_D sqrt(D_A)`` s.t. ``sum_S D_A <= 1``, ``A`` PSD (Xing et
+    al. 2002; Weinberger & Saul, JMLR 2009, sec. 2.3.1); with ``diagonal``, Xing's
+    ``min g(a) = sum_S D_a - log sum_D sqrt(D_a)`` over ``a >= 0``. Only the direction of
+    ``metric`` matters: it is rescaled to feasibility, which keeps every distance ratio.
+    The metric passes when a rigorous bound on the optimum proves its relative gap
+    ``(bound - f) / bound`` (diagonal: ``log(bound / f)``, ``g``'s gap) at most ``rtol``,
+    rounding counted against it. The bound is first the metric's own
+    (``lmnn_sdp.certify_mmc``: tangents at its distances); when that does not prove it
+    and ``excess`` is True, the certified optimum is solved (``lmnn_sdp.solve_mmc``,
+    cvxpy) and its tighter bound is used.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+    metric : array-like of shape (n_features, n_features)
+        The metric under test (diagonal with ``diagonal``).
+    y : array-like of shape (n_samples,), optional
+        Labels: all pairs ``i < j``, similar when the labels agree. Give either ``y`` or
+        both ``similar`` and ``dissimilar``.
+    similar, dissimilar : array-like of int of shape (n_pairs, 2), optional
+        Index pairs of the sets ``S`` and ``D``.
+    diagonal : bool, default=False
+        Xing's diagonal problem instead of (MMC).
+    rtol : float, default=1e-6
+        Largest certified relative gap accepted; positive.
+    excess : bool, default=True
+        Solve for the certified optimum when the metric's own bound does not prove it;
+        False skips that solve (a failure then reports only the metric's own bound).
+    solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The first cvxpy solver of ``solve_mmc``.
+
+    Returns
+    -------
+    MMCCertificate
+        The metric's own certificate.
+
+    Raises
+    ------
+    AssertionError
+        The metric is not proved within ``rtol``: the message states what is wrong in its
+        first line, then the value at the metric, the certified bound and which
+        certificate proves it, the gap, and the dissimilar pairs that fall shortest of
+        their distance at the optimum. Also for a metric of the wrong shape, not finite,
+        not symmetric, not PSD or not diagonal with ``diagonal`` (the first line says which).
+    ValueError
+        Bad ``X``, pairs, labels or ``rtol`` (``lmnn_sdp.mmc.problem.mmc_problem``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp.testing import assert_mmc_optimal, corpus_cases
+    >>> case = corpus_cases("mmc")[0]
+    >>> cert = assert_mmc_optimal(case.X, case.metric, y=case.y)
+    >>> cert.certified
+    True
+    >>> assert_mmc_optimal(case.X, np.eye(4), y=case.y)
+    Traceback (most recent call last):
+    ...
+    AssertionError: metric is far from optimal for MMC: relative gap 0.5226 > rtol 1e-06
+    ...
+    """
+    from lmnn_sdp.mmc.certificate import certify_metric
+    from lmnn_sdp.mmc.problem import mmc_problem
+    from lmnn_sdp.mmc.solve import solve_mmc
+
+    if not (np.isfinite(rtol) and rtol > 0):
+        raise ValueError(f"rtol must be a positive finite number, got {rtol}.")
+    pairs = {"y": y, "similar": similar, "dissimilar": dissimilar}
+    problem = mmc_problem(X, diagonal=diagonal, **pairs)
+    try:  # the problem is checked: what is refused now is the metric
+        own = certify_metric(problem, metric, rtol)
+    except (TypeError, ValueError) as err:
+        raise AssertionError(f"metric refused: {err}") from None
+    if own.certified:
+        return own
+    optimum = solve_mmc(X, diagonal=diagonal, solver=solver, tol=min(1e-7, rtol / 10),
+                        **pairs).certificate if excess else None
+    gap, upper_bound = _gap(own, optimum)
+    if gap <= rtol:
+        return own
+    name = "Xing's diagonal MMC" if diagonal else "MMC"
+    what = "far from optimal" if gap > 100 * rtol else "not optimal to rtol"
+    proof = ("the certified optimum's bound" if optimum is not None and upper_bound == optimum.bound
+             else "the metric's own bound") + ("" if excess else " (excess=False: no optimum solved)")
+    lines = [f"metric is {what} for {name}: relative gap {gap:.4g} > rtol {rtol:g}",
+             f"  f at the metric rescaled to sum_S D = 1: {own.value:.10g}",
+             f"  certified upper bound on max f = {upper_bound:.10g}, proved by {proof}"]
+    if optimum is not None:
+        lines.append(f"  f at the certified optimum = {optimum.value:.10g}")
+        lines.append("  " + _shortest_pairs(own, optimum))
+    raise AssertionError("\n".join(lines))
+
+
+def _gap(own: MMCCertificate, optimum: MMCCertificate | None) -> tuple[float, float]:
+    """The metric's certified relative gap (the certificates' vocabulary) with the tighter
+    of the two upper bounds on ``max f``, and that bound."""
+    bound = own.bound if optimum is None else min(own.bound, optimum.bound)
+    if own.diagonal:
+        return float(np.log(bound / own.feasible_value)), bound
+    return (bound - own.feasible_value) / bound, bound
+
+
+def _shortest_pairs(own: MMCCertificate, optimum: MMCCertificate, top: int = TOP_PAIRS) -> str:
+    """The dissimilar pairs whose root distance falls furthest below that at the optimum."""
+    if own.problem.implicit:
+        return "the pairs are implicit (all label pairs): no pair is listed"
+    from lmnn_sdp.mmc.problem import pair_distances
+
+    X, D = own.problem.X, own.problem.dissimilar
+    short = (np.sqrt(np.maximum(pair_distances(X, D, optimum.M), 0))
+             - np.sqrt(np.maximum(pair_distances(X, D, own.M), 0)))
+    order = np.argsort(-short, kind="stable")[:top]
+    listed = ", ".join(f"({i}, {j}): {s:.4g}" for (i, j), s in zip(D[order], short[order]))
+    return f"dissimilar pairs (i, j) furthest below their optimum, sqrt(D_opt) - sqrt(D_M): {listed}"
