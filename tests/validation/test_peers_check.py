@@ -46,14 +46,14 @@ def example_cases() -> list:
 
 @needs_peers
 def test_metric_learn_and_pylmnn_through_check_lmnn_solver():
-    cases = example_cases()
+    cases = [case for case in corpus_cases() if case.id in EXAMPLE_CASES]
     for fit in (peers.metric_learn_metric, peers.pylmnn_metric):
         check = check_lmnn_solver(fit, cases=cases)
         print(check)
         assert [row["case"] for row in check.rows] == [case.id for case in cases]
         gaps = np.array(list(check.gaps.values()))
         assert np.all(np.isfinite(gaps)) and np.all((gaps >= 0) & (gaps < 1))
-        assert not check.passed  # both stop short of the optimum of eq. 14 on every case here
+        assert not any(row["passed"] for row in check.rows)  # short of the optimum of eq. 14
         assert all(row["objective"] >= row["lower"] for row in check.rows)
 
 
