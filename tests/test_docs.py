@@ -117,3 +117,18 @@ def test_the_api_reference_lists_every_public_name_once():
                   for line in block.splitlines() if line.strip() and not line.strip().startswith(":")]
         assert len(listed) == len(set(listed)), f"{package}: a name listed twice"
         assert set(listed) == public_names(package), package
+
+
+def test_included_records_start_at_a_part_of_the_record():
+    """A page that includes a record from a line (``:start-line: N``, to leave out its title
+    or its notes) starts at the provenance line or at the table's header."""
+    included = 0
+    for page in DOCS.rglob("*.rst"):
+        if set(page.relative_to(DOCS).parts) & set(GENERATED):
+            continue
+        for target, line in re.findall(r"^\.\. include:: (\S*results/\S+\.md)\n(?:[ \t]+:.*\n)*?"
+                                       r"[ \t]+:start-line: (\d+)", page.read_text(), re.M):
+            first = (page.parent / target).read_text().splitlines()[int(line)]
+            assert first.startswith(("Written by ", "| ")), f"{page.name}: {target} from line {line}: {first!r}"
+            included += 1
+    assert included >= 2

@@ -56,24 +56,98 @@ class PeerMissing(ImportError):
 
 
 def fit_pylmnn(problem: LMNNProblem) -> np.ndarray:
-    """PyLMNN's metric ``L^T L`` (d, d) on the problem's data (squared hinge)."""
-    estimator_class = import_pylmnn()
-    estimator = estimator_class(n_neighbors=problem.k, weight_push_loss=problem.mu,
-                                random_state=0)
-    L = estimator.fit(problem.X, problem.y).components_
-    return L.T @ L
+    """PyLMNN's metric on the problem's data (``pylmnn_metric``)."""
+    return pylmnn_metric(problem.X, problem.y, problem.k, problem.mu)
 
 
 def fit_metric_learn(problem: LMNNProblem) -> np.ndarray:
-    """metric-learn's metric (d, d); ``regularization = 1 - mu`` (it weighs the pull term)."""
+    """metric-learn's metric on the problem's data (``metric_learn_metric``)."""
+    return metric_learn_metric(problem.X, problem.y, problem.k, problem.mu)
+
+
+def pylmnn_metric(X, y, k: int, mu: float) -> np.ndarray:
+    """PyLMNN's metric ``L^T L`` (d, d) of ``pylmnn_lmnn(X, y, k, mu)``: the function
+    ``fit(X, y, k, mu) -> M`` that ``lmnn_sdp.testing.check_lmnn_solver`` takes."""
+    L = pylmnn_lmnn(X, y, k, mu).components_
+    return L.T @ L
+
+
+def metric_learn_metric(X, y, k: int, mu: float) -> np.ndarray:
+    """metric-learn's metric (d, d) of ``metric_learn_lmnn(X, y, k, mu)``: the function
+    ``fit(X, y, k, mu) -> M`` that ``lmnn_sdp.testing.check_lmnn_solver`` takes."""
+    return metric_learn_lmnn(X, y, k, mu).get_mahalanobis_matrix()
+
+
+def pylmnn_lmnn(X, y, k: int, mu: float):
+    """PyLMNN 1.6.4's LMNN fitted through the shims of ``import_pylmnn``.
+
+    PyLMNN minimises a squared hinge over ``L`` with L-BFGS; its push term gets the
+    weight ``mu`` (``weight_push_loss``), its pull term ``1 - mu``, as in eq. 14. It
+    picks its own target neighbours; every other parameter is its default
+    (``random_state=0``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+    y : array-like of shape (n_samples,)
+        Labels.
+    k : int
+        Target neighbours per point (``n_neighbors``).
+    mu : float
+        Weight of the push term (``weight_push_loss``).
+
+    Returns
+    -------
+    pylmnn.LargeMarginNearestNeighbor
+        The fitted estimator: ``components_`` (L, shape (n_features, n_features)),
+        ``n_iter_``, ``max_iter``.
+
+    Raises
+    ------
+    PeerMissing
+        PyLMNN is not installed (the ``peers`` extra).
+    """
+    estimator_class = import_pylmnn()
+    return estimator_class(n_neighbors=k, weight_push_loss=mu, random_state=0).fit(X, y)
+
+
+def metric_learn_lmnn(X, y, k: int, mu: float):
+    """metric-learn 0.7.0's LMNN fitted through ``metric_learn_shim``.
+
+    metric-learn minimises a linear hinge over ``L`` by gradient steps, but its
+    ``regularization`` weighs the *pull* term (its gradient is
+    ``reg * pull + (1 - reg) * push``), so it gets ``regularization = 1 - mu``. It picks
+    its own target neighbours; every other parameter is its default (``random_state=0``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+    y : array-like of shape (n_samples,)
+        Labels.
+    k : int
+        Target neighbours per point (``n_neighbors``).
+    mu : float
+        Weight of the push term (``regularization = 1 - mu``).
+
+    Returns
+    -------
+    metric_learn.LMNN
+        The fitted estimator: ``get_mahalanobis_matrix()`` (M, shape (n_features,
+        n_features)), ``components_``, ``n_iter_``, ``max_iter``.
+
+    Raises
+    ------
+    PeerMissing
+        metric-learn is not installed (the ``peers`` extra).
+    """
     try:
         from metric_learn import LMNN
     except ImportError as error:
         raise PeerMissing(f"metric-learn is not installed: {INSTALL_HINT}") from error
     with metric_learn_shim():
-        estimator = LMNN(n_neighbors=problem.k, regularization=1.0 - problem.mu, random_state=0)
-        estimator.fit(problem.X, problem.y)
-    return estimator.get_mahalanobis_matrix()
+        return LMNN(n_neighbors=k, regularization=1.0 - mu, random_state=0).fit(X, y)
 
 
 def fit_mlpack(problem: LMNNProblem, components=None, **options) -> np.ndarray:
