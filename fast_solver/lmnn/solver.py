@@ -215,6 +215,8 @@ class _Run:
         self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
         self.lower = _Candidate(0.0, triplets=np.empty((0, 3), np.intp), multipliers=np.zeros(0))
+        self.certificate: Certificate | None = None
+        self._proved_for: tuple[_Candidate, _Candidate] | None = None  # the candidates of ``certificate``
         self.stages: list[Stage] = []
         self.n_iter = self.n_evaluations = self.n_hessian_products = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
@@ -362,7 +364,11 @@ class _Run:
     def _certificate(self) -> Certificate:
         """The rigorous certificate of the best metric and the best multipliers
         (``lmnn_sdp.certificates.prove``): eq. 14 evaluated anew on the inputs with its
-        rounding bound, the lower bound proved in the sphered data range."""
+        rounding bound, the lower bound proved in the sphered data range. Proved once for
+        each pair of candidates (they are replaced, never changed, when a better one comes)."""
+        if self._proved_for is not None and all(a is b for a, b in zip(self._proved_for, (self.upper, self.lower))):
+            return self.certificate
+        self._proved_for = (self.upper, self.lower)
         tic = time.perf_counter()
         w = self.whitening
         metrics = w.lift(self.upper.metric)

@@ -184,3 +184,23 @@ def test_targets_that_all_coincide_are_solved_in_closed_form(clusters):
     assert r.upper == pytest.approx(20.0, abs=1e-9) and r.lower == pytest.approx(20.0, abs=1e-9)
     r.certificate.verify()
     assert solve_lmnn(problem).upper == pytest.approx(20.0, abs=1e-6)
+
+
+def test_each_pair_of_candidates_is_proved_once(iris, monkeypatch):
+    """The certificate that ends the solve is the result's, not proved again; every proof
+    is of a different (metric, multipliers) pair."""
+    from fast_solver.lmnn import solver
+
+    proved = []
+
+    def counting_prove(problem, metric, triplets, multipliers, **kwargs):
+        proved.append((np.asarray(metric).copy(), np.asarray(multipliers).copy()))
+        return original(problem, metric, triplets, multipliers, **kwargs)
+
+    original = solver.prove
+    monkeypatch.setattr(solver, "prove", counting_prove)
+    result = solve(iris, tol=1e-6)
+    assert result.converged and len(proved) >= 1
+    np.testing.assert_array_equal(proved[-1][0], result.certificate.metric)
+    for a, b in zip(proved, proved[1:]):
+        assert not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))

@@ -46,11 +46,10 @@ from lmnn_sdp.core.machine import available_cores
 from validation.benchmarks.common import in_fresh_process
 from validation.records import Recorder, add_record_option, module_command
 
-VARIANTS = ("factored", "unfactored")  # Hessian products for one metric: O(n r k) or O(n r^2)
-COLUMNS = ("d", "variant", "rank", "total_s", "newton_s", "newton_steps", "cg_iter", "cg_per_step", "hessp_s",
+COLUMNS = ("d", "rank", "total_s", "newton_s", "newton_steps", "cg_iter", "cg_per_step", "hessp_s",
            "evaluations", "evaluate_s", "line_searches", "line_s", "stop_test_s", "searches", "search_s",
            "certificates", "certificate_s", "escape_s", "first_phase_s", "stages", "gap", "certified",
-           "final_gamma", "n_active", "n_transition", "n_working", "metric_rank", "factor_rank", "metric_spread",
+           "final_gamma", "n_active", "n_transition", "n_working", "metric_rank", "metric_spread",
            "hess_diag_spread", "detail")
 
 
@@ -61,9 +60,6 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=900.0, help="seconds before a fit is stopped")
     parser.add_argument("--max-iter", type=int, default=1000)
     parser.add_argument("--cprofile", type=int, default=0, help="print this many top functions per fit")
-    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["factored"],
-                        help="Hessian products in factored form (the solver's) or in full coordinates "
-                             "(the code before the factored form), each d fitted with each")
     add_record_option(parser, "high-d-profile")
     args = parser.parse_args(argv)
     record = Recorder(args.record, "Where the time of a certified solve goes: Fashion-MNIST 10,000 x d",
@@ -80,11 +76,10 @@ def main(argv=None) -> int:
     print(f"machine: {available_cores()} cores available; wall-clock times")
     rows = []
     for d in args.dims:
-        for variant in args.variants:
-            row = in_fresh_process(profile_fit, d, args.tol, args.max_iter, args.budget, args.cprofile, variant)
-            rows.append(row)
-            record(rows)
-            _print(row)
+        row = in_fresh_process(profile_fit, d, args.tol, args.max_iter, args.budget, args.cprofile)
+        rows.append(row)
+        record(rows)
+        _print(row)
     return 0
 
 
@@ -103,15 +98,10 @@ class _Budget(Exception):
     pass
 
 
-def profile_fit(d: int, tol: float, max_iter: int, budget: float, top: int, variant: str = "factored") -> dict:
-    """One probed fit at ``d`` dimensions; the row of the record. ``"unfactored"`` computes the
-    Hessian products of one metric as for several (``SmoothedObjective._curvature_product``)."""
-    from fast_solver.lmnn.smoothed import SmoothedObjective
+def profile_fit(d: int, tol: float, max_iter: int, budget: float, top: int) -> dict:
+    """One probed fit at ``d`` dimensions; the row of the record."""
     from fast_solver.lmnn.solver import solve
     from lmnn_sdp.core.problem import LMNNProblem
-
-    if variant == "unfactored":
-        SmoothedObjective._factored_product = lambda self, V: self._curvature_product(V[None])[0]
 
     X, y = load(d)
     probe = _Probe()
@@ -136,7 +126,7 @@ def profile_fit(d: int, tol: float, max_iter: int, budget: float, top: int, vari
             if profiler:
                 profiler.disable()
     total = time.perf_counter() - tic
-    row = dict(d=d, variant=variant, rank=min(d, np.linalg.matrix_rank(X - X.mean(0))), total_s=total, **probe.summary())
+    row = dict(d=d, rank=min(d, np.linalg.matrix_rank(X - X.mean(0))), total_s=total, **probe.summary())
     row.update(_stage_summary(stages, result))
     row.update(_conditioning(probe.last_objective))
     steps = probe.cg_steps
@@ -241,10 +231,9 @@ def _conditioning(objective) -> dict:
     positive = m[m > 1e-10 * m[-1]]
     g = np.linalg.eigvalsh(G)
     diag = _hessian_diagonal(objective)
-    from fast_solver.lmnn.smoothed import FACTOR_RTOL
     sv = np.linalg.svd(L, compute_uv=False)
     return dict(final_gamma=ev.gamma, n_active=ev.n_active, n_transition=ev.n_transition,
-                n_working=len(objective.ws) * objective.targets.shape[1], metric_rank=len(positive), factor_rank=int(np.sum(sv > FACTOR_RTOL * sv[0])),
+                n_working=len(objective.ws) * objective.targets.shape[1], metric_rank=len(positive),
                 singular_values_above=[int(np.sum(sv > f * sv[0])) for f in (1e-2, 1e-4, 1e-6, 1e-8, 1e-12)],
                 metric_spread=positive[-1] / positive[0], g_min=g[0], g_max=g[-1],
                 g_spread=g[-1] / max(g[g > 1e-10 * g[-1]].min(), 1e-300),
@@ -273,7 +262,7 @@ def _hessian_diagonal(objective) -> np.ndarray:
 
 
 def _print(row: dict) -> None:
-    print(f"\nd={row['d']}, {row['variant']} (rank {row['rank']}): total {row['total_s']:.1f} s, gap {row.get('gap', np.nan):.2e}, "
+    print(f"\nd={row['d']} (rank {row['rank']}): total {row['total_s']:.1f} s, gap {row.get('gap', np.nan):.2e}, "
           f"certified {row.get('certified')}")
     print(f"  Newton {row.get('newton_s', np.nan):.1f} s: {row['newton_steps']} steps, {row['cg_iter']} CG iterations "
           f"({row['cg_per_step']:.1f} a step) {row['hessp_s']:.1f} s; {row['evaluations']} evaluations "
@@ -282,7 +271,7 @@ def _print(row: dict) -> None:
     print(f"  searches {row['searches']} {row['search_s']:.1f} s; certificates {row['certificates']} "
           f"{row['certificate_s']:.1f} s; escapes {row['escape_s']:.1f} s; first phase (1e-2) "
           f"{row['first_phase_s']:.1f} s")
-    keys = ("final_gamma", "n_active", "n_transition", "n_working", "metric_rank", "factor_rank", "metric_spread", "g_min",
+    keys = ("final_gamma", "n_active", "n_transition", "n_working", "metric_rank", "metric_spread", "g_min",
             "g_max", "g_spread", "hess_diag_spread", "hess_diag_quantiles")
     print("  at the end: " + ", ".join(f"{k}={row.get(k)}" for k in keys))
     print("  " + row["detail"])
