@@ -43,6 +43,9 @@ from fast_solver.lmnn import compiled
 from fast_solver.lmnn.impostors import cross_product, map_clusters
 from lmnn_sdp.core.whitening import ClusterWhitening
 
+PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
+PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
+
 
 class PairGraph:
     """Pairs ``(a_p, b_p)`` on ``n`` nodes as a symmetric CSR graph (both directions) over the
@@ -198,6 +201,14 @@ class SmoothedObjective:
         out = 2.0 * np.matmul(V, ev.dual_matrix)
         if ev.n_transition == 0:
             return out
+        t = self._transition_triplets()
+        c = compiled.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        w = (2.0 * self.mu / ev.gamma) * c
+        S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
+        return out + 2.0 * np.matmul(ev.L, S)
+
+    def _transition_triplets(self) -> np.ndarray:
+        """The triplets (T, 3) in transition at the last evaluated point, with their graphs."""
         if self._transition_graph is None:
             pair, rank = np.nonzero(self.transition)
             t = self.ws.triplets(self.targets, pair, rank)
@@ -205,11 +216,60 @@ class SmoothedObjective:
             self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
                                                    np.concatenate([t[:, 1], t[:, 2]]),
                                                    self.clusters, len(self.X))
-        t = self._transition
-        c = compiled.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
-        w = (2.0 * self.mu / ev.gamma) * c
-        S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
-        return out + 2.0 * np.matmul(ev.L, S)
+        return self._transition
+
+    def preconditioner(self):
+        """An approximate inverse of the Hessian in ``L`` at the last evaluated point: the
+        inverse of its diagonal in the eigenbases ``U_c`` of ``L_c L_c^T`` and ``Q_c`` of ``G_c``.
+
+        For ``E = u_a q_b^T`` the Hessian's diagonal is ``2 lambda_b + 4 (mu / gamma) sum_t
+        (u_a^T L C_t q_b)^2`` (``2 V G`` is diagonal in that basis; the sum runs over the
+        triplets in transition, ``C_t = a a^T - b b^T`` with ``a = x_i - x_j``, ``b = x_i - x_l``);
+        ``lambda`` below 0 counts as 0, and entries below ``PRECONDITION_FLOOR`` of the largest
+        are raised to it.
+
+        Returns
+        -------
+        callable
+            ``apply(R)``, ``P^-1 R`` for ``R`` of shape (C, r, r).
+        """
+        ev = self.current
+        bases = [(np.linalg.eigh(L @ L.T)[1], *np.linalg.eigh(G)[::-1]) for L, G in zip(ev.L, ev.dual_matrix)]
+        diagonal = self._hinge_curvature([(U, Q) for U, Q, _ in bases])
+        parts = []
+        for (U, Q, lam), D in zip(bases, diagonal):
+            scale = 2.0 * np.maximum(lam, 0.0)[None, :] + D
+            parts.append((U, Q, 1.0 / np.maximum(scale, PRECONDITION_FLOOR * scale.max())))
+
+        def apply(R: np.ndarray) -> np.ndarray:
+            return np.stack([U @ ((U.T @ Rc @ Q) * inverse) @ Q.T for (U, Q, inverse), Rc in zip(parts, R)])
+        return apply
+
+    def _hinge_curvature(self, bases) -> np.ndarray:
+        """``4 (mu / gamma) sum_t (u_a^T L_c C_t^c q_b)^2`` (C, r, r) of ``preconditioner``,
+        ``C_t^c`` the part of ``C_t`` in cluster ``c``."""
+        ev = self.current
+        C, _, r = ev.L.shape
+        out = np.zeros((C, r, r))
+        if ev.n_transition == 0:
+            return out
+        t = self._transition_triplets()
+        weight = 1.0
+        if len(t) > PRECONDITION_SAMPLE:  # an unbiased estimate from evenly spaced triplets
+            weight = len(t) / PRECONDITION_SAMPLE
+            t = t[np.linspace(0, len(t) - 1, PRECONDITION_SAMPLE).astype(np.intp)]
+        for chunk in np.array_split(np.arange(len(t)), max(1, len(t) // 20_000)):
+            i, j, l = t[chunk].T
+            cj, cl = self.clusters[j], self.clusters[l]
+            for c, (U, Q) in enumerate(bases):
+                mj, ml = cj == c, cl == c
+                a, b = self.X[c, i] - self.X[c, j], self.X[c, i] - self.X[c, l]
+                LU = ev.L[c].T @ U
+                alpha, beta = (a @ Q) * mj[:, None], (a @ LU) * mj[:, None]
+                alpha_, beta_ = (b @ Q) * ml[:, None], (b @ LU) * ml[:, None]
+                out[c] += ((beta * beta).T @ (alpha * alpha) + (beta_ * beta_).T @ (alpha_ * alpha_)
+                           - 2.0 * (beta * beta_).T @ (alpha * alpha_))
+        return (4.0 * self.mu / ev.gamma * weight) * out
 
     def _direction(self, V: np.ndarray) -> np.ndarray:
         """``X[c] V[c]^T`` (C, n, r), formed only at the nodes of the transition graphs when

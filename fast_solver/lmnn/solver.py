@@ -88,6 +88,7 @@ PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is withi
 # its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
 # the dual cone costs the estimate
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
+PRECONDITION = True
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
 
 
@@ -318,7 +319,8 @@ class _Run:
         result = trust_region.minimize(
             fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), line, L.ravel(),
             radius=INITIAL_RADIUS * np.linalg.norm(L), max_iter=budget, stop=stop,
-            max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x))
+            max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x),
+            preconditioner=(lambda: _flat(objective.preconditioner(), shape)) if PRECONDITION else None)
         self.n_iter += result.nit
         self.n_evaluations += objective.n_evaluations
         self.n_hessian_products += objective.n_hessian_products
@@ -521,6 +523,11 @@ def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
             raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
         checked.append(best_scale(problem, M) * M if C == 1 else M)
     return _factor(whitening.whitened(np.stack(checked)))
+
+
+def _flat(apply, shape):
+    """``apply`` on arrays of ``shape`` as a function of flat vectors."""
+    return lambda v: apply(v.reshape(shape)).ravel()
 
 
 def _gram(L: np.ndarray) -> np.ndarray:

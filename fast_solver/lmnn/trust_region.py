@@ -37,7 +37,8 @@ class TrustRegionResult:
 
 def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, radius: float,
              max_iter: int, stop: Callable[[np.ndarray], bool],
-             max_radius: Callable[[np.ndarray], float]) -> TrustRegionResult:
+             max_radius: Callable[[np.ndarray], float],
+             preconditioner: Callable[[], Callable] | None = None) -> TrustRegionResult:
     """Trust-region Newton-CG with a line search from ``x0``.
 
     Parameters
@@ -58,6 +59,10 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         ``stop(x) -> bool`` after every accepted step, right after ``fun(x)``.
     max_radius : callable
         ``max_radius(x)``: largest radius (and step) allowed at ``x``.
+    preconditioner : callable, optional
+        ``preconditioner() -> apply`` at the point of the last ``fun`` call, ``apply(r)`` an
+        approximate ``H(x)^-1 r`` (symmetric positive definite): conjugate gradients are
+        preconditioned by it (the radius stays Euclidean).
 
     Radius: a quarter after a search that found no decrease; ``max(2 t |p|, radius / 10)``
     after a multiple ``t < 1/2``; ``min(2 max(radius, t |p|), max_radius)`` after a
@@ -69,7 +74,8 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         g_norm = np.linalg.norm(grad)
         if g_norm == 0.0:
             return TrustRegionResult(x, nit - 1, "stationary")
-        step, at_boundary = _steihaug(grad, hessp, radius, min(0.5, np.sqrt(g_norm)) * g_norm)
+        apply = preconditioner() if preconditioner is not None else None
+        step, at_boundary = _steihaug(grad, hessp, radius, min(0.5, np.sqrt(g_norm)) * g_norm, apply)
         length = np.linalg.norm(step)
         t, change = line(step, max_radius(x) / length)
         if not change < 0.0:
@@ -88,14 +94,20 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
     return TrustRegionResult(x, max_iter, "budget")
 
 
-def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float):
-    """Approximate minimiser of ``g.p + p.H p / 2`` over ``|p| <= radius``.
+def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float,
+              apply: Callable | None = None):
+    """Approximate minimiser of ``g.p + p.H p / 2`` over ``|p| <= radius``, by conjugate
+    gradients preconditioned by ``apply`` (an approximate ``H^-1``) when given.
 
-    Returns the step and whether it lies on the boundary."""
+    The model decreases along every conjugate direction up to its minimiser, so a step cut at
+    the (Euclidean) boundary still decreases it. Returns the step and whether it lies on
+    the boundary."""
+    apply = apply or (lambda r: r)
     p = np.zeros_like(grad)
     residual = grad.copy()
-    direction = -residual
-    rr = residual @ residual
+    z = apply(residual)
+    direction = -z
+    rr = residual @ z
     for _ in range(MAX_CG):
         Hd = hessp(direction)
         curvature = direction @ Hd
@@ -108,10 +120,11 @@ def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float
             return p + tau * direction, True
         p = p + alpha * direction
         residual = residual + alpha * Hd
-        rr_new = residual @ residual
-        if np.sqrt(rr_new) <= tolerance:
+        if np.linalg.norm(residual) <= tolerance:
             break
-        direction = -residual + (rr_new / rr) * direction
+        z = apply(residual)
+        rr_new = residual @ z
+        direction = -z + (rr_new / rr) * direction
         rr = rr_new
     return p, False
 

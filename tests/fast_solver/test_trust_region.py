@@ -99,3 +99,36 @@ def test_a_search_that_never_decreases_collapses_the_region():
                                    np.ones(3), radius=1.0, max_iter=100, stop=lambda v: False,
                                    max_radius=lambda v: 1.0)
     assert result.reason == "radius" and np.array_equal(result.x, np.ones(3))
+
+
+def test_a_preconditioner_takes_fewer_hessian_products_to_the_same_minimum():
+    """On a badly scaled quadratic, conjugate gradients preconditioned by the inverse diagonal
+    reach the minimiser in fewer Hessian products than without."""
+    scales = np.logspace(0, 4, 40)
+    A = np.diag(scales) + 0.1 * np.ones((40, 40))
+    b = np.linspace(1.0, 2.0, 40)
+    x_star = np.linalg.solve(A, b)
+    point, products = {}, [0]
+
+    def fun(x):
+        point["x"] = x
+        return 0.5 * x @ A @ x - b @ x, A @ x - b
+
+    def hessp(v):
+        products[0] += 1
+        return A @ v
+
+    def line(p, t_max):
+        x = point["x"]
+        return ray_minimum(lambda t: fun(x + t * p)[0] - fun(x)[0], 1.0, t_max)
+
+    counts = []
+    for preconditioner in (None, lambda: (lambda r: r / np.diag(A))):
+        products[0] = 0
+        result = trust_region.minimize(fun, hessp, line, np.zeros(40), radius=1.0, max_iter=200,
+                                       stop=lambda x: np.linalg.norm(A @ x - b) < 1e-6 * np.linalg.norm(b),
+                                       max_radius=lambda x: 1e3, preconditioner=preconditioner)
+        assert result.reason == "stop"
+        np.testing.assert_allclose(result.x, x_star, rtol=1e-4)
+        counts.append(products[0])
+    assert counts[1] < counts[0] / 3
