@@ -23,6 +23,8 @@ cluster's impostor multipliers by its own).
    (``fast_solver.lmnn.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
    product costs one pass over the triplets in transition (``0 < h < gamma``), a
    point of the line search one pass over the working set without matrix products.
+   The conjugate gradients are preconditioned by the Hessian's diagonal in the
+   eigenbases of ``L L^T`` and ``G`` (``SmoothedObjective.preconditioner``).
    Steps are capped at ``MAX_RADIUS |L|``, so no step lands on ``L = 0``, and when
    a negative eigenvalue of the dual matrix ``G`` on a direction ``M`` lacks (a
    saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
@@ -88,7 +90,6 @@ PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is withi
 # its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
 # the dual cone costs the estimate
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
-PRECONDITION = True
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
 
 
@@ -320,7 +321,7 @@ class _Run:
             fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), line, L.ravel(),
             radius=INITIAL_RADIUS * np.linalg.norm(L), max_iter=budget, stop=stop,
             max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x),
-            preconditioner=(lambda: _flat(objective.preconditioner(), shape)) if PRECONDITION else None)
+            preconditioner=lambda: _flat(objective.preconditioner(), shape))
         self.n_iter += result.nit
         self.n_evaluations += objective.n_evaluations
         self.n_hessian_products += objective.n_hessian_products
