@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+import pickle
+import time
+import traceback
 from multiprocessing import get_context
+from pathlib import Path
 
 import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
+
+EXIT_GRACE = 60.0  # seconds a process that has answered gets to exit before it is killed
 
 
 def knn_error(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, y_test: np.ndarray,
@@ -16,7 +21,119 @@ def knn_error(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, y_te
     return float(np.mean(knn.predict(Z_test) != np.asarray(y_test)))
 
 
-def in_fresh_process(function, *args):
-    """``function(*args)`` in a new spawned process (no compiled code or cache carried over)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(function, *args).result()
+class ProcessTimeout(TimeoutError):
+    """``in_fresh_process`` killed its process at the timeout.
+
+    Attributes
+    ----------
+    seconds : float
+        Wall-clock seconds from the start of the process to its kill.
+    peak_gib : float or None
+        The process's peak resident memory (GiB) just before the kill (``VmHWM`` of
+        ``/proc/PID/status``); None where that file cannot be read.
+    """
+
+    def __init__(self, seconds: float, peak_gib: float | None):
+        super().__init__(f"the process was killed after {seconds:.1f} s (its timeout)")
+        self.seconds, self.peak_gib = seconds, peak_gib
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in the fresh process (the cause of its re-raise)."""
+
+    def __str__(self) -> str:
+        return "\n" + self.args[0]
+
+
+def in_fresh_process(function, *args, timeout: float | None = None):
+    """``function(*args)`` in a new spawned process (no compiled code or cache carried over).
+
+    Parameters
+    ----------
+    function : callable
+        A module-level function: the new process imports it by name.
+    *args
+        Its arguments (pickled).
+    timeout : float, optional
+        Seconds after the start of the process (interpreter start-up and imports included)
+        at which it is killed; None waits for it however long it takes.
+
+    Returns
+    -------
+    object
+        The value of ``function(*args)``.
+
+    Raises
+    ------
+    ProcessTimeout
+        ``timeout`` seconds passed before the answer: the process was killed; the error
+        carries the seconds and the process's peak resident memory.
+    ChildProcessError
+        The process ended without an answer (killed by a signal, e.g. out of memory).
+    Exception
+        Whatever ``function`` raised, raised here again with the fresh process's traceback as
+        its ``__cause__``.
+    """
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}.")
+    context = get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_answer, args=(sender, function, args))
+    start = time.perf_counter()
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(timeout):
+            seconds, peak = time.perf_counter() - start, _peak_gib_of(process.pid)
+            process.kill()
+            raise ProcessTimeout(seconds, peak)
+        try:
+            answered, value, trace = receiver.recv()
+        except EOFError:
+            process.join()
+            raise ChildProcessError(f"the fresh process running {function.__name__} ended without an "
+                                    f"answer (exit code {process.exitcode})") from None
+    finally:
+        process.join(EXIT_GRACE)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        receiver.close()
+    if answered:
+        return value
+    raise _unpickled(value, trace) from RemoteTraceback(trace)
+
+
+def _answer(connection, function, args) -> None:
+    """In the fresh process: send ``(True, value, "")`` or ``(False, pickled error, traceback)``."""
+    try:
+        message = (True, function(*args), "")
+    except BaseException as error:
+        trace = traceback.format_exc()
+        try:
+            message = (False, pickle.dumps(error), trace)
+        except Exception:  # an error that does not pickle: its traceback says what it was
+            message = (False, None, trace)
+    try:
+        connection.send(message)
+    except Exception:  # the value does not pickle
+        connection.send((False, None, traceback.format_exc()))
+    connection.close()
+
+
+def _unpickled(pickled: bytes | None, trace: str) -> BaseException:
+    try:
+        return pickle.loads(pickled)
+    except Exception:  # None, or an error class that does not rebuild from its arguments
+        return RuntimeError("the fresh process raised an error that could not be sent back:\n" + trace)
+
+
+def _peak_gib_of(pid: int) -> float | None:
+    """Peak resident memory (GiB) of a running process: ``VmHWM`` of ``/proc/PID/status``."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**20  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
