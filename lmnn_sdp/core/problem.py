@@ -415,15 +415,22 @@ class LMNNProblem:
         hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
         push = push_err = 0.0
         n_push = 0
-        for block, hinge in self._hinge_blocks(metrics, owner, target_d, Xo):
-            impostor_err = _impostor_rounding(rho, sigma, tau, owner, block)  # e_il, (b, n)
-            screen = hinge_err[block].max() + impostor_err.max()
-            b, j, l = np.nonzero(hinge > -screen)  # every triplet that can count, and a few more
-            h = hinge[b, j, l]
-            err = hinge_err[block[b], j] + impostor_err[b, l]
-            push += float(np.sum(np.maximum(h, 0.0)))
+        sizes = _largest_sizes(sigma, tau, owner)
+        for rows, D in self._impostor_blocks(metrics, owner, Xo):
+            # a triplet (i, j, l) counts, or carries error, only if 1 + D_ij - D_il > -(E_ij + e_il):
+            # D_il below the row's reach, with e_il bounded by the largest point sizes
+            e_max = rounding.distance_rounding(sigma.max(axis=0)[rows], sizes[0], tau.max(axis=0)[rows],
+                                               sizes[1], rho)
+            reach = 1.0 + (target_d[rows] + hinge_err[rows]).max(axis=1) + e_max
+            b, l = np.nonzero(D < reach[:, None])
+            i, c = rows[b], owner[l]
+            impostor_err = rounding.distance_rounding(sigma[c, i], sigma[c, l], tau[c, i], tau[c, l], rho)
+            h = 1.0 + target_d[i] - D[b, l][:, None]  # (m, k)
+            err = hinge_err[i] + impostor_err[:, None]
+            positive = np.maximum(h, 0.0)
+            push += float(np.sum(positive))
             push_err += float(np.sum(err[h > -err]))
-            n_push += len(h)
+            n_push += np.count_nonzero(positive)  # adding the zeros is exact
         pull = float(np.sum(target_d))
         pull_err = float(np.sum(target_err)) + rounding.summation(target_d.size, float(np.sum(np.abs(target_d))))
         push_err += rounding.summation(n_push + self.n_samples, push)
@@ -653,9 +660,12 @@ class LMNNProblem:
         metrics, owner = self.metrics(M, clusters)
         found = [np.empty((0, 3), dtype=np.intp)]
         target_d = self._target_distances(metrics, owner, self._Xc)
-        for rows, hinge in self._hinge_blocks(metrics, owner, target_d, self._Xc):
-            b, r, l = np.nonzero(hinge > -band)
-            found.append(np.column_stack([rows[b], self.targets[rows[b], r], l]).astype(np.intp))
+        for rows, D in self._impostor_blocks(metrics, owner, self._Xc):
+            b, l = np.nonzero(D < (1.0 + band + target_d[rows].max(axis=1))[:, None])
+            m, r = np.nonzero(1.0 + target_d[rows[b]] - D[b, l][:, None] > -band)
+            i, l = rows[b[m]], l[m]
+            order = np.lexsort((l, r, i))
+            found.append(np.column_stack([i, self.targets[i, r], l])[order].astype(np.intp))
         return np.concatenate(found)
 
     def all_triplets(self, max_triplets: int = 5_000_000) -> np.ndarray:
@@ -807,17 +817,16 @@ class LMNNProblem:
         V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
         return quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
-    def _hinge_blocks(self, metrics: np.ndarray, owner: np.ndarray, target_d: np.ndarray,
-                      Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(rows, hinge)`` with hinge (b, k, n) = ``1 + D_ij - D_il`` (eq. 14, or
-        eq. 16 with column ``l`` measured by ``M_{c(l)}``), and -inf where ``l`` shares
-        the label of ``i`` (so such pairs never count); ``target_d`` (n, k) are the target
-        distances at the same metrics, ``Xc`` (n, d) the inputs less an origin."""
+    def _impostor_blocks(self, metrics: np.ndarray, owner: np.ndarray,
+                         Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(rows, D)`` with D (b, n) = ``D(x_i, x_l)`` for ``i`` in ``rows`` and every
+        ``l`` (measured by ``M_{c(l)}``, eq. 16), ``inf`` where ``l`` shares the label of ``i``
+        (so such pairs never count); ``Xc`` (n, d) the inputs less an origin."""
         codes, n = self.label_codes, self.n_samples
         sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
         own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
         members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
-        block = max(1, BLOCK_BYTES // (8 * n * (self.k + 1)))
+        block = max(1, BLOCK_BYTES // (8 * n * 2))
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
             if len(metrics) == 1:
@@ -828,18 +837,14 @@ class LMNNProblem:
                     D[:, cols] = (sq[c, rows, None] + own[None, cols]
                                   - 2.0 * (Xc[rows] @ metrics[c]) @ Xc[cols].T)
             D[codes[rows, None] == codes[None, :]] = np.inf
-            yield rows, 1.0 + target_d[rows, :, None] - D[:, None, :]
+            yield rows, D
 
-def _impostor_rounding(rho: float, sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray,
-                       rows: np.ndarray) -> np.ndarray:
-    """``e_il`` of ``D^(x_i, x_l)`` (``lmnn_sdp.core.rounding``) for ``i`` in ``rows`` and every
-    ``l``, measured by ``M_c(l)``: (b, n)."""
-    if len(sigma) == 1:
-        return rounding.distance_rounding(sigma[0, rows, None], sigma[0, None, :],
-                                          tau[0, rows, None], tau[0, None, :], rho)
+
+def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
+    """The largest ``sigma`` and ``tau`` of a point ``l`` in its own cluster's metric: with any
+    row's largest size they bound ``e_il`` (``distance_rounding`` grows with each size)."""
     every = np.arange(sigma.shape[1])
-    return rounding.distance_rounding(sigma[:, rows].T[:, owner], sigma[owner, every],
-                                      tau[:, rows].T[:, owner], tau[owner, every], rho)
+    return float(sigma[owner, every].max()), float(tau[owner, every].max())
 
 
 def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
