@@ -422,7 +422,7 @@ class LMNNProblem:
             e_max = rounding.distance_rounding(sigma.max(axis=0)[rows], sizes[0], tau.max(axis=0)[rows],
                                                sizes[1], rho)
             reach = 1.0 + (target_d[rows] + hinge_err[rows]).max(axis=1) + e_max
-            b, l = np.nonzero(D < reach[:, None])
+            b, l = self._impostors_within(rows, D, reach)
             i, c = rows[b], owner[l]
             impostor_err = rounding.distance_rounding(sigma[c, i], sigma[c, l], tau[c, i], tau[c, l], rho)
             h = 1.0 + target_d[i] - D[b, l][:, None]  # (m, k)
@@ -661,7 +661,7 @@ class LMNNProblem:
         found = [np.empty((0, 3), dtype=np.intp)]
         target_d = self._target_distances(metrics, owner, self._Xc)
         for rows, D in self._impostor_blocks(metrics, owner, self._Xc):
-            b, l = np.nonzero(D < (1.0 + band + target_d[rows].max(axis=1))[:, None])
+            b, l = self._impostors_within(rows, D, 1.0 + band + target_d[rows].max(axis=1))
             m, r = np.nonzero(1.0 + target_d[rows[b]] - D[b, l][:, None] > -band)
             i, l = rows[b[m]], l[m]
             order = np.lexsort((l, r, i))
@@ -820,9 +820,9 @@ class LMNNProblem:
     def _impostor_blocks(self, metrics: np.ndarray, owner: np.ndarray,
                          Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``(rows, D)`` with D (b, n) = ``D(x_i, x_l)`` for ``i`` in ``rows`` and every
-        ``l`` (measured by ``M_{c(l)}``, eq. 16), ``inf`` where ``l`` shares the label of ``i``
-        (so such pairs never count); ``Xc`` (n, d) the inputs less an origin."""
-        codes, n = self.label_codes, self.n_samples
+        ``l`` (measured by ``M_{c(l)}``, eq. 16), labels not yet considered
+        (``_impostors_within``); ``Xc`` (n, d) the inputs less an origin."""
+        n = self.n_samples
         sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
         own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
         members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
@@ -830,14 +830,22 @@ class LMNNProblem:
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
             if len(metrics) == 1:
-                D = sq[0, rows, None] + own[None, :] - 2.0 * ((Xc[rows] @ metrics[0]) @ Xc.T)
+                D = (Xc[rows] @ (-2.0 * metrics[0])) @ Xc.T
+                D += sq[0, rows, None]
+                D += own[None, :]
             else:
                 D = np.empty((len(rows), n))
                 for c, cols in enumerate(members):
                     D[:, cols] = (sq[c, rows, None] + own[None, cols]
                                   - 2.0 * (Xc[rows] @ metrics[c]) @ Xc[cols].T)
-            D[codes[rows, None] == codes[None, :]] = np.inf
             yield rows, D
+
+    def _impostors_within(self, rows: np.ndarray, D: np.ndarray, reach: np.ndarray):
+        """``(b, l)``: the pairs of a block of ``_impostor_blocks`` with ``D[b, l] < reach[b]``
+        and ``y_l != y_i`` for ``i = rows[b]``."""
+        b, l = np.nonzero(D < reach[:, None])
+        other = self.label_codes[rows[b]] != self.label_codes[l]
+        return b[other], l[other]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
