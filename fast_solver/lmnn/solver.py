@@ -46,7 +46,10 @@ cluster's impostor multipliers by its own).
    certificate is computed once the estimated gap is within ``PROVE_WITHIN`` tol:
    where the scale into the dual cone costs more than tol, ``prove`` also tries
    the multipliers lowered along the negative eigenvectors of ``Z``
-   (``bounds.repair_multipliers``).
+   (``bounds.repair_multipliers``). When the estimated gap is below
+   ``UNPROVABLE_BELOW`` tol and the certificate still does not prove tol, the solve
+   ends ``stalled``: what the proof loses (its rounding allowances) no longer
+   shrinks with the iterations.
 
 Within a stage the Newton iterations stop when the estimated gap is no longer
 dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
@@ -89,6 +92,8 @@ MAX_STAGES = 60
 PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is within this many tol:
 # its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
 # the dual cone costs the estimate
+UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certificate does not prove
+# ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
 
@@ -249,6 +254,8 @@ class _Run:
                 self._record(gamma, nit, ev, objective.current, stop, callback)
                 if self._estimated_gap() <= PROVE_WITHIN * self.tol and self._certificate().certified:
                     return self._result(self.upper.metric, "proved")
+                if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
+                    return self._result(self.upper.metric, "unprovable")  # is no longer the optimisation
                 if self.n_iter >= max_iter:
                     break
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
@@ -410,7 +417,11 @@ class _Run:
             message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
                        "certified gap reached tol")
         else:
-            message = "not converged: the estimated gap is below tol, but the certificate does not prove it"
+            message = (f"not converged: the estimated gap {self._estimated_gap():.2g} is below tol, but the "
+                       f"certificate proves only {certificate.relative_gap:.3g}")
+            if certificate.dual_scale is not None and 1.0 - certificate.dual_scale > self.tol / 2:
+                message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
+                            "float64 rounding allowance grows with the number of points)")
         if certificate.refused:
             message += f"; {certificate.refused}"
         elif not certificate.certified and certificate.upper_error > self.tol * certificate.upper:

@@ -204,3 +204,24 @@ def test_each_pair_of_candidates_is_proved_once(iris, monkeypatch):
     np.testing.assert_array_equal(proved[-1][0], result.certificate.metric)
     for a, b in zip(proved, proved[1:]):
         assert not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+
+
+def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, monkeypatch):
+    """When every certificate falls short although the estimated gap is far below tol, the
+    solve stops (stalled, not converged) instead of spending max_iter."""
+    import dataclasses
+
+    from fast_solver.lmnn import solver
+
+    original = solver.prove
+
+    def short_of_tol(*args, **kwargs):
+        cert = original(*args, **kwargs)
+        return dataclasses.replace(cert, certified=False, relative_gap=max(cert.relative_gap, 5e-6))
+
+    monkeypatch.setattr(solver, "prove", short_of_tol)
+    result = solve(iris, tol=1e-6, max_iter=1000)
+    assert result.status == "stalled" and not result.converged and not result.certified
+    assert result.n_iter < 1000
+    assert result.message.startswith("not converged: the estimated gap ")
+    assert "is below tol, but the certificate proves only 5e-06" in result.message
