@@ -62,13 +62,14 @@ def save(path, arrays: dict, fields: dict) -> tuple[Path, Path]:
                             "without pickle; convert it to numbers or strings.")
     npz, js = _with(base, ".npz"), _with(base, ".json")
     np.savez_compressed(npz, **arrays)
-    record = {"format": FORMAT, "format_version": FORMAT_VERSION, "written_by": _writer(), **fields}
+    record = {"format": FORMAT, "format_version": FORMAT_VERSION, "written_by": writer(), **fields}
     record["sha256"] = digest(arrays, record)
     js.write_text(json.dumps(record, indent=1) + "\n")
     return npz, js
 
 
-def _writer() -> str:
+def writer() -> str:
+    """The release that writes a file: ``"lmnn-sdp VERSION"``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
