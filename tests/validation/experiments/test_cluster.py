@@ -46,7 +46,7 @@ class Cluster:
 
     address: str
     processes: list[subprocess.Popen]
-    client: object = None
+    client: distributed.Client | None = None
     logs: list[Path] = field(default_factory=list)
 
     def log_tails(self) -> str:
@@ -65,9 +65,10 @@ def cluster(tmp_path, scheduler_env):
     worker``), their environment as ``runner.dask_client`` gives its LocalCluster's, the
     scheduler's with ``scheduler_env``. Every process group is killed at teardown, also when
     the test fails."""
-    dask = shutil.which("dask")
+    dask = shutil.which("dask", path=str(Path(sys.executable).parent))  # of this Python's packages
     if dask is None:
-        pytest.skip("the `dask` command is not installed (pip install 'dask[distributed]')")
+        pytest.skip(f"the `dask` command is not installed beside {sys.executable} "
+                    "(pip install 'dask[distributed]')")
     for name in DATASETS:
         assert missing_data(name) is None, f"{name} must be obtainable offline"
     scheduler_file = tmp_path / "scheduler.json"
@@ -176,7 +177,8 @@ def _kill_worker_mid_task(cluster: Cluster, run: subprocess.Popen, results: Path
                     return pid, {key[len("task-"):].rsplit("-", 1)[0] for key in held}, before
                 os.killpg(group, signal.SIGCONT)
         time.sleep(0.02)
-    pytest.fail(f"the run ended before a task was caught executing\n{cluster.log_tails()}")
+    pytest.fail(f"the run ended before a task was caught executing\n{(results / 'run.log').read_text()}\n"
+                f"{cluster.log_tails()}")
 
 
 def _table(results: Path) -> list[dict]:
@@ -186,8 +188,10 @@ def _table(results: Path) -> list[dict]:
             for line in csv.DictReader(line for line in lines if not line.startswith("#"))]
 
 
-def _errors(rows: dict[str, dict]) -> dict[str, tuple]:
-    return {name: (row["status"], row["test_error"], row["train_loo_error"]) for name, row in rows.items()}
+def _outcomes(rows: dict[str, dict]) -> dict[str, tuple]:
+    """What a task computed: its status, errors and statistics (not its times or worker)."""
+    return {name: (row["status"], row["test_error"], row["train_loo_error"], row["stats"])
+            for name, row in rows.items()}
 
 
 def test_a_worker_killed_mid_task_has_its_task_rerun_and_the_table_equals_a_local_clusters(cluster, tmp_path):
@@ -204,7 +208,7 @@ def test_a_worker_killed_mid_task_has_its_task_rerun_and_the_table_equals_a_loca
     local = tmp_path / "local"
     code, output = _finish(_experiments(local), local)
     assert code == 0, output
-    assert _errors(rows) == _errors(_stored(local))
+    assert _outcomes(rows) == _outcomes(_stored(local))
     assert _table(results) == _table(local)
 
 
