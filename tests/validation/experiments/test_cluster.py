@@ -138,17 +138,19 @@ def _finish(run: subprocess.Popen, results: Path) -> tuple[int, str]:
 
 
 def _stored(results: Path) -> dict[str, dict]:
-    """The rows in ``results``' store by task name ("iris/0/lmca"), read-only (the run may be
-    writing)."""
+    """The rows in ``results``' store by task name ("iris/0/lmca"), read as the run writes (a
+    connection that may roll back what a killed run left half-written)."""
     path = results / "results.sqlite"
     if not path.exists():
         return {}
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
         db.row_factory = sqlite3.Row
         try:
             rows = db.execute("SELECT * FROM results").fetchall()
-        except sqlite3.OperationalError:  # the table is not made yet
-            return {}
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):  # the run has not made it yet
+                return {}
+            raise
     return {f"{r['dataset']}/{r['split']}/{r['method']}": dict(r) for r in rows}
 
 
