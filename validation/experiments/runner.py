@@ -5,8 +5,18 @@ others to the cluster (``run_task`` on a worker, which loads its own data) and r
 row the moment its task finishes, so an interrupted run loses only the tasks in flight.
 Methods behind a gate (``validation.experiments.gate``) wait for their solvers'
 cross-checks, which run once per environment as tasks on the cluster too (or come from
-the store's cache); the other tasks start at once. A task whose worker dies is recorded as
-failed with the error, and the rest go on.
+the store's cache); the other tasks start at once.
+
+A worker that dies (killed, out of memory, its machine gone) is left to Dask's scheduler,
+not to ``client.submit(..., retries=N)``: the scheduler runs the tasks the worker held again
+on the other workers, up to ``distributed.scheduler.allowed-failures`` times (default 3),
+then fails them with ``KilledWorker``, which ``run`` records as a failed row with that error
+while the rest go on. ``retries`` would re-run tasks that raise, and none needs it:
+``run_task`` returns its own failures as rows, and a gate that raises (another environment)
+would raise again. Each task has one future, so a task run twice is still recorded once,
+from the result that reaches the client; a result lost with its worker after it finished is
+computed again and recorded then. The rows recorded before a worker or the client died stay
+in the store, so a rerun computes only the tasks without an ``ok`` row.
 
 ``dask_client`` opens a ``LocalCluster`` (``workers`` processes of one thread each, and
 BLAS / numba threads shared out between them; its log shows errors only, not the warning
@@ -101,27 +111,23 @@ class _Run:
 
     def collect(self, future) -> None:
         """Record a finished task, or take in a finished gate and admit what waited on it."""
+        result, failure = _outcome(future)
+        future.release()
         if future in self.gate_futures:
             solver = self.gate_futures.pop(future)
-            if future.status == "finished":
-                result = future.result()
+            if failure is None:
                 cache_gate(self.store, result, self.environment)
             else:
                 result = GateResult(solver, False, f"the cross-check of '{solver}' could not run: "
-                                    f"{_failure(future)}", [], 0.0)
+                                    f"{failure}", [], 0.0)
             self.gates[solver] = result
-            future.release()
             waiting, self.waiting = self.waiting, []
             for task in waiting:
                 self.admit(task)
             return
         task = self.task_futures.pop(future)
-        if future.status == "finished":
-            self._record(task, future.result())
-        else:
-            self._record(task, {"status": "failed",
-                                "error": f"the task did not return: {_failure(future)}"})
-        future.release()
+        self._record(task, result if failure is None else
+                     {"status": "failed", "error": f"the task did not return: {failure}"})
 
     def _ensure_gate(self, solver: str) -> None:
         if solver in self.gates or solver in self.gate_futures.values():
@@ -142,9 +148,11 @@ class _Run:
         self.bar.set_postfix_str(f"{task.name} {row['status']}", refresh=False)
 
 
-def _failure(future) -> str:
-    """What went wrong with a future that did not finish (an error, a dead worker, a cancel)."""
+def _outcome(future) -> tuple[object, str | None]:
+    """``(result, None)`` of a future that ``as_completed`` gave, waiting while a result lost
+    with its worker is computed again; ``(None, the error)`` when the task raised, its workers
+    died (``KilledWorker``, which names the last one) or it was cancelled."""
     try:
-        return repr(future.exception())
-    except Exception as error:  # cancelled futures raise instead of returning their exception
-        return repr(error)
+        return future.result(), None
+    except Exception as error:
+        return None, f"{type(error).__name__}: {error}"
