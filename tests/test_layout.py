@@ -82,7 +82,7 @@ def test_numpy_parts_never_load_cvxpy():
 
 def test_fast_solver_is_one_subpackage_per_family():
     entries = {p.name for p in (ROOT / "fast_solver").iterdir() if p.name != "__pycache__"}
-    assert len(entries) <= 8, sorted(entries)
+    assert len(entries) <= 9, sorted(entries)
     prefixed = [p for p in (ROOT / "fast_solver").rglob("*.py")
                 if p.stem.split("_")[0] in {"lmnn", "lmca", "mmc", "mlng", "nca", "rca"}
                 and "_" in p.stem]

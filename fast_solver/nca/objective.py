@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state, gen_batches
 from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import Checkpoint, fingerprint
-from fast_solver.lbfgsb import minimize_lbfgsb
+from fast_solver.nca.lbfgsb import minimize_lbfgsb
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
@@ -117,7 +117,7 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     ``A`` from ``A0`` with scipy's L-BFGS-B on ``-f`` or ``-g`` (the paper uses
     conjugate gradients, scikit-learn L-BFGS-B), each evaluation by
     ``nca_objective``'s blocks. The L-BFGS-B iterates are scipy's
-    ``minimize(method="L-BFGS-B")``'s bit for bit; the loop is ``fast_solver.lbfgsb``'s,
+    ``minimize(method="L-BFGS-B")``'s bit for bit; the loop is ``fast_solver.nca.lbfgsb``'s,
     which can save L-BFGS-B's whole state (iterate, gradient, correction pairs, line search,
     counters) at every iterate and resume from it.
 

@@ -3,7 +3,7 @@ import pytest
 from scipy.optimize import minimize, rosen, rosen_der
 
 from fast_solver.checkpoint import Checkpoint, CheckpointError
-from fast_solver.lbfgsb import minimize_lbfgsb
+from fast_solver.nca.lbfgsb import minimize_lbfgsb
 
 
 def rosenbrock(x):
