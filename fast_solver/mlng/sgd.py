@@ -195,6 +195,7 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
         X, labels, W, loss_matrix, k=k, C=C, max_epochs=max_epochs, batch_size=batch_size, tol=tol,
         random_state=rng.get_state()))
     L, step, history, start = _resumed(saved, rng, psd_factor(W))
+    resumed_epochs = len(history)
     X = X - X.mean(axis=0)  # D_W is translation invariant; centring keeps Z small
     with threadpool_limits(1, user_api="blas"):  # small products: threads only contend
         while len(history) < max_epochs and not _stalled(history, tol):
@@ -205,7 +206,8 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
                 callback(history[-1])
             if saved.due():  # an epoch's end: the rest of the run is a function of this state
                 saved.save(_state(L, step, history, rng, start))
-    saved.save(_state(L, step, history, rng, start))
+    if len(history) > resumed_epochs:  # the end, unless it was read back
+        saved.save(_state(L, step, history, rng, start))
     sgd = time.perf_counter() - start
     loss, _ = summed_losses(X, X @ L.T, labels, k, loss_matrix)
     W, total = L.T @ L, time.perf_counter() - start

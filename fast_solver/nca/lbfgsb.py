@@ -79,7 +79,7 @@ def minimize_lbfgsb(fun: Callable, x0, *, max_iter: int, tol: float,
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, kind="lbfgsb", fingerprint="")
     x0 = np.asarray(x0, dtype=float).ravel()
     state = _resumed(checkpoint, len(x0)) or _fresh(x0)
-    factr, pgtol = tol / np.finfo(float).eps, tol
+    factr, pgtol, ended = tol / np.finfo(float).eps, tol, state["done"]
     while not state["done"]:
         _call(state, factr, pgtol)
         request = _request(state)
@@ -97,7 +97,8 @@ def minimize_lbfgsb(fun: Callable, x0, *, max_iter: int, tol: float,
                 checkpoint.save(state)
         else:
             state["done"] = True
-    checkpoint.save(state)
+    if not ended:
+        checkpoint.save(state)
     return _result(state, max_iter)
 
 

@@ -12,6 +12,13 @@ from fast_solver.checkpoint import CheckpointError
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, n_redundant=0, n_classes=3, random_state=0)
 A0 = np.random.RandomState(1).standard_normal((4, 6))
 OPTIONS = {"max_iter": 40, "tol": 0.0}  # 40 iterations, each a restart point
+PAUSE = 0.02  # seconds the child spends in each iteration's callback, so it runs >= 40 x PAUSE
+RUNNING = OPTIONS["max_iter"] * PAUSE  # what the kill points are drawn over, however loaded the machine
+
+
+def pause(*args):
+    """The killed fits' callback (a callback does not change the fit)."""
+    time.sleep(PAUSE)
 
 
 def fit(path, **options):
@@ -21,11 +28,8 @@ def fit(path, **options):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The uninterrupted fit, the checkpointed one, and the seconds the latter runs (warmed up)."""
-    uninterrupted = minimize_nca(X, y, A0, **OPTIONS)
-    started = time.perf_counter()
-    with_checkpoints = fit(tmp_path_factory.mktemp("reference") / "nca.ckpt")
-    return uninterrupted, with_checkpoints, time.perf_counter() - started
+    """The uninterrupted fit, and the same fit saving a checkpoint at every iteration."""
+    return minimize_nca(X, y, A0, **OPTIONS), fit(tmp_path_factory.mktemp("reference") / "nca.ckpt")
 
 
 def assert_same_fit(result, expected):
@@ -43,18 +47,18 @@ def resumed(path):
 
 
 def test_saving_checkpoints_does_not_change_the_fit(reference):
-    expected, with_checkpoints, _ = reference
+    expected, with_checkpoints = reference
     assert_same_fit(with_checkpoints, expected)
     assert expected.nit == OPTIONS["max_iter"]
 
 
 @pytest.mark.parametrize("kills", [1, 1, 1, 2], ids=["once-a", "once-b", "once-c", "twice"])
 def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during, reference, kills, request):
-    expected, _, seconds = reference
+    expected = reference[0]
     rng = np.random.default_rng(request.node.callspec.indices["kills"])
     path = tmp_path / "nca.ckpt"
-    for after in rng.uniform(0.0, 0.6 * seconds / kills, size=kills):
-        assert kill_during(fit, path, checkpoint=path, after=after)
+    for after in rng.uniform(0.0, 0.5 * RUNNING / kills, size=kills):
+        assert kill_during(fit, path, checkpoint=path, after=after, callback=pause)
     result, first = resumed(path)
     assert 1 < first <= OPTIONS["max_iter"]  # resumed from a saved iterate, not from A0
     assert_same_fit(result, expected)
@@ -62,8 +66,9 @@ def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during
 
 def test_a_finished_fit_returns_its_result_at_once(tmp_path, reference):
     fit(tmp_path / "nca.ckpt")
+    written = (tmp_path / "nca.ckpt").stat().st_mtime_ns
     result, first = resumed(tmp_path / "nca.ckpt")
-    assert first is None
+    assert first is None and (tmp_path / "nca.ckpt").stat().st_mtime_ns == written  # read, not rewritten
     assert_same_fit(result, reference[0])
 
 
@@ -98,13 +103,19 @@ def test_a_checkpoint_of_other_data_or_another_fit_is_refused(tmp_path):
         fit(mlng)
 
 
-def test_the_estimator_killed_and_refitted_ends_as_an_uninterrupted_fit(tmp_path, kill_during, reference):
+def test_the_estimator_killed_and_refitted_ends_as_an_uninterrupted_fit(tmp_path, kill_during):
     path = tmp_path / "nca.ckpt"
     params = {"n_components": 3, "init": "random", "random_state": 0, "max_iter": 40, "tol": 0.0}
     expected = NCA(**params).fit(X, y)
-    assert kill_during(NCA(**params, checkpoint=path, checkpoint_interval=0).fit, X, y, checkpoint=path,
-                       after=0.3 * reference[2])
+    assert kill_during(NCA(**params, checkpoint=path, checkpoint_interval=0, callback=pause).fit, X, y,
+                       checkpoint=path, after=0.3 * RUNNING)
     seen = []
     nca = NCA(**params, checkpoint=str(path), checkpoint_interval=0, callback=lambda A, n: seen.append(n)).fit(X, y)
     assert 1 < seen[0] and seen[-1] == nca.n_iter_ == expected.n_iter_
     assert np.array_equal(nca.components_, expected.components_) and nca.objective_ == expected.objective_
+
+
+@pytest.mark.parametrize("params", [{"checkpoint": 3}, {"checkpoint_interval": -1.0}])
+def test_the_estimator_validates_its_checkpoint_parameters(params):
+    with pytest.raises(ValueError, match="checkpoint"):
+        NCA(random_state=0, **params).fit(X, y)
