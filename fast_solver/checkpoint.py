@@ -59,8 +59,6 @@ def fingerprint(*arrays, **options) -> str:
     Examples
     --------
     >>> import numpy as np
-
-from lmnn_sdp.certificates.storage import writer
     >>> a = fingerprint(np.eye(2), k=3, mu=0.5)
     >>> a == fingerprint(np.eye(2), mu=0.5, k=3), a == fingerprint(np.eye(2), k=3, mu=0.4)
     (True, False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from numbers import Integral, Real
 
@@ -53,6 +54,15 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         Called after every epoch with a ``fast_solver.mlng.sgd.MLNGEpoch``.
     random_state : int, RandomState instance or None, default=None
         Seeds the order in which SGD visits the points.
+    checkpoint : str, path-like or None, default=None
+        A file where ``fit`` saves its state at the end of an epoch at most every
+        ``checkpoint_interval`` seconds and when it ends (``fit_mlng``): a ``fit`` of the same
+        data and parameters with the same path resumes from it and ends with the ``metric_``,
+        ``objective_`` and ``n_iter_`` of an uninterrupted fit, bit for bit; one that has ended
+        returns after one evaluation of eq. 10. Needs a fixed ``random_state``. A damaged or
+        foreign file is refused (``fast_solver.checkpoint.CheckpointError``).
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves after every epoch.
 
     Attributes
     ----------
@@ -102,10 +112,13 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         "verbose": ["verbose"],
         "callback": [callable, None],
         "random_state": ["random_state"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, k=3, C=0.1, loss_matrix=None, init="zeros", batch_size=1, max_iter=100,
-                 tol=1e-3, verbose=0, callback=None, random_state=None):
+                 tol=1e-3, verbose=0, callback=None, random_state=None, checkpoint=None,
+                 checkpoint_interval=60.0):
         self.k = k
         self.C = C
         self.loss_matrix = loss_matrix
@@ -116,6 +129,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         self.verbose = verbose
         self.callback = callback
         self.random_state = random_state
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -136,7 +151,10 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         Raises
         ------
         ValueError
-            If ``init`` or ``loss_matrix`` has the wrong shape, or ``init`` is not PSD.
+            If ``init`` or ``loss_matrix`` has the wrong shape, ``init`` is not PSD, or
+            ``checkpoint`` is given with ``random_state=None``.
+        fast_solver.checkpoint.CheckpointError
+            If ``checkpoint`` is damaged or was written by another fit.
 
         Warns
         -----
@@ -160,7 +178,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         result = fit_mlng(X, codes, k=self.k, C=self.C, loss_matrix=self.loss_matrix,
                           W0=self._initial_metric(X.shape[1]), max_epochs=self.max_iter,
                           batch_size=self.batch_size, tol=self.tol,
-                          random_state=self.random_state, callback=self._epoch_callback())
+                          random_state=self.random_state, callback=self._epoch_callback(),
+                          checkpoint=self.checkpoint, checkpoint_interval=self.checkpoint_interval)
         self.metric_, self.components_ = result.metric, result.components
         self.objective_, self.n_iter_ = result.objective, result.n_epochs
         self.converged_, self.result_ = result.converged, result

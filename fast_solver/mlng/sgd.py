@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from fast_solver.checkpoint import Checkpoint, fingerprint
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
 from lmnn_sdp.core.problem import check_inputs
 from lmnn_sdp.core.psd import psd_factor
@@ -103,7 +104,8 @@ class MLNGResult(Stopped):
 
 def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
              max_epochs: int = 100, batch_size: int = 1, tol: float = 1e-3, random_state=None,
-             callback: Callable[[MLNGEpoch], None] | None = None) -> MLNGResult:
+             callback: Callable[[MLNGEpoch], None] | None = None, checkpoint=None,
+             checkpoint_interval: float = 60.0) -> MLNGResult:
     """Learn the MLNG metric ``W`` by projected stochastic gradient descent.
 
     Alg. 1 of Trivedi, McAllester & Shakhnarovich (NIPS 2014): minimises eq. 10,
@@ -136,6 +138,19 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
         Seeds the order in which each epoch visits the points.
     callback : callable, optional
         Called with an ``MLNGEpoch`` after every epoch.
+    checkpoint : str, path-like or None, default=None
+        A file where the fit saves its state (``fast_solver.checkpoint``: the factor of
+        ``W``, the step count, the epochs' history and the random state) at the end of an
+        epoch at most every ``checkpoint_interval`` seconds, and when it ends. A fit started
+        again with the same inputs, options and path resumes from the state saved last and
+        ends with the same ``metric``, objective, history and counters, bit for bit, as an
+        uninterrupted fit (timings aside); a finished fit's file returns its result after one
+        evaluation of eq. 10. Needs a fixed ``random_state``: its state when the fit starts is
+        part of what the file was written for, with ``X``, ``labels``, ``k``, ``C``,
+        ``loss_matrix``, ``W0``, ``max_epochs``, ``batch_size`` and ``tol``; a damaged file or
+        one written for others is refused.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves after every epoch.
 
     Returns
     -------
@@ -146,8 +161,11 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
     Raises
     ------
     ValueError
-        If ``C``, ``max_epochs``, ``batch_size`` or ``tol`` is invalid, or ``W0`` or
-        ``loss_matrix`` does not fit the data.
+        If ``C``, ``max_epochs``, ``batch_size`` or ``tol`` is invalid, ``W0`` or
+        ``loss_matrix`` does not fit the data, or ``checkpoint`` is given with
+        ``random_state=None``.
+    fast_solver.checkpoint.CheckpointError
+        If ``checkpoint`` is damaged or was written by another fit (a ``ValueError``).
 
     See Also
     --------
@@ -169,9 +187,16 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
     W0 = np.zeros((X.shape[1], X.shape[1])) if W0 is None else W0
     X, labels, W, loss_matrix = check_model(X, labels, W0, k, loss_matrix, name="W0")
     _check_run(C, max_epochs, batch_size, tol)
-    rng, n, start = check_random_state(random_state), len(X), time.perf_counter()
+    if checkpoint is not None and random_state is None:
+        raise ValueError("checkpoint needs a fixed random_state (an int or a RandomState): the order "
+                         "in which SGD visits the points must be the same when the fit resumes.")
+    rng, n = check_random_state(random_state), len(X)
+    saved = Checkpoint(checkpoint, kind="mlng", interval=checkpoint_interval, fingerprint=fingerprint(
+        X, labels, W, loss_matrix, k=k, C=C, max_epochs=max_epochs, batch_size=batch_size, tol=tol,
+        random_state=rng.get_state()))
+    L, step, history, start = _resumed(saved, rng, psd_factor(W))
+    resumed_epochs = len(history)
     X = X - X.mean(axis=0)  # D_W is translation invariant; centring keeps Z small
-    L, history, step = psd_factor(W), [], 0
     with threadpool_limits(1, user_api="blas"):  # small products: threads only contend
         while len(history) < max_epochs and not _stalled(history, tol):
             L, step, epoch = _epoch(X, labels, L, step, k, C, loss_matrix,
@@ -179,6 +204,10 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
             history.append(MLNGEpoch(len(history) + 1, *epoch, step, time.perf_counter() - start))
             if callback is not None:
                 callback(history[-1])
+            if saved.due():  # an epoch's end: the rest of the run is a function of this state
+                saved.save(_state(L, step, history, rng, start))
+    if len(history) > resumed_epochs:  # the end, unless it was read back
+        saved.save(_state(L, step, history, rng, start))
     sgd = time.perf_counter() - start
     loss, _ = summed_losses(X, X @ L.T, labels, k, loss_matrix)
     W, total = L.T @ L, time.perf_counter() - start
@@ -188,6 +217,25 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
     return MLNGResult(W, L, float(np.sum(W * W)) + C * loss, loss / n, status, message,
                       len(history), step, history, {"sgd": sgd, "objective": total - sgd,
                                                     "total": total})
+
+
+def _resumed(saved: Checkpoint, rng: np.random.RandomState, L0: np.ndarray) -> tuple:
+    """``(L, step, history, start)`` from the checkpoint, with ``rng`` set to its saved state,
+    or the fresh start from the factor ``L0``; ``start`` is the ``perf_counter`` time from which
+    the history's seconds count."""
+    state = saved.load()
+    if state is None:
+        return L0, 0, [], time.perf_counter()
+    rng.set_state(state["rng"])
+    history = [MLNGEpoch(**epoch) for epoch in state["history"]]
+    return state["L"], state["step"], history, time.perf_counter() - state["elapsed"]
+
+
+def _state(L: np.ndarray, step: int, history: list, rng: np.random.RandomState, start: float) -> dict:
+    """What ``_resumed`` reads back: the factor of ``W``, the steps, the epochs, the random state
+    and the seconds spent."""
+    return {"L": L, "step": step, "history": [asdict(epoch) for epoch in history], "rng": rng.get_state(),
+            "elapsed": time.perf_counter() - start}
 
 
 def _epoch(X, labels, L, step, k, C, loss_matrix, batches) -> tuple[np.ndarray, int, tuple]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -53,7 +54,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
     tol : float, default=1e-5
         L-BFGS-B's tolerance (scipy's ``minimize(tol=...)``).
     callback : callable, default=None
-        ``callback(A.ravel(), n_iter)`` after each iteration, ``n_iter`` counted from 1.
+        ``callback(A.ravel(), n_iter)`` after each iteration, ``n_iter`` counted from 1 (a resumed
+        fit continues the count).
     verbose : int, default=0
         If positive, print one row per iteration (objective and seconds) and warn when
         L-BFGS-B stops without converging.
@@ -63,6 +65,16 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         Eq. 3 (scikit-learn's objective) or eq. 6 (needs two points in every class).
     working_memory : float, default=64
         MiB for the blocks of distances (at least one row a block).
+    checkpoint : str, path-like or None, default=None
+        A file where ``fit`` saves L-BFGS-B's state at most every ``checkpoint_interval``
+        seconds and when it ends (``minimize_nca``): a ``fit`` of the same data and parameters
+        with the same path resumes from it and ends with the ``components_``, ``objective_``
+        and ``n_iter_`` of an uninterrupted fit, bit for bit; one that has ended returns at
+        once. The starting map is part of what the file was written for, so ``init="random"``
+        (and ``"pca"`` where its solver is randomised) needs a fixed ``random_state`` to
+        resume. A damaged or foreign file is refused (``fast_solver.checkpoint.CheckpointError``).
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every iteration.
 
     Attributes
     ----------
@@ -106,11 +118,13 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         "random_state": ["random_state"],
         "objective": [StrOptions(set(OBJECTIVES))],
         "working_memory": [Interval(Real, 0, None, closed="neither")],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_components=None, *, init="auto", warm_start=False, max_iter=50, tol=1e-5,
                  callback=None, verbose=0, random_state=None, objective="f",
-                 working_memory=WORKING_MEMORY):
+                 working_memory=WORKING_MEMORY, checkpoint=None, checkpoint_interval=60.0):
         self.n_components = n_components
         self.init = init
         self.warm_start = warm_start
@@ -121,6 +135,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         self.random_state = random_state
         self.objective = objective
         self.working_memory = working_memory
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -178,7 +194,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
             return self
         result = minimize_nca(X, y, start, objective=self.objective,
                               max_iter=self.max_iter, tol=self.tol, callback=self._each_iteration(),
-                              working_memory=self.working_memory)
+                              working_memory=self.working_memory, checkpoint=self.checkpoint,
+                              checkpoint_interval=self.checkpoint_interval)
         self.components_ = result.components
         self.objective_ = result.objective
         self.n_iter_ = int(result.nit)
@@ -217,17 +234,16 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
 
     def _each_iteration(self):
         """The optimiser's callback: the user's ``callback`` and the ``verbose`` table."""
-        started, count = time.perf_counter(), [0]
+        started = time.perf_counter()
         if self.verbose:
             header = f"{'Iteration':>10} {'Objective ' + self.objective:>20} {'Time(s)':>10}"
             print(f"[NCA]\n[NCA] {header}\n[NCA] {'-' * len(header)}", file=sys.stdout)
 
-        def each(A: np.ndarray, value: float) -> None:
-            count[0] += 1
+        def each(A: np.ndarray, value: float, n_iter: int) -> None:
             if self.verbose:
-                print(f"[NCA] {count[0]:>10d} {value:>20.6e} {time.perf_counter() - started:>10.2f}",
+                print(f"[NCA] {n_iter:>10d} {value:>20.6e} {time.perf_counter() - started:>10.2f}",
                       file=sys.stdout)
             if self.callback is not None:
-                self.callback(A.ravel(), count[0])
+                self.callback(A.ravel(), n_iter)
 
         return each

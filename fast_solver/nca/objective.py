@@ -29,12 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import OptimizeResult, minimize
+from scipy.optimize import OptimizeResult
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.utils import check_random_state, gen_batches
 from threadpoolctl import threadpool_limits
 
+from fast_solver.checkpoint import Checkpoint, fingerprint
+from fast_solver.nca.lbfgsb import minimize_lbfgsb
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
@@ -107,13 +109,17 @@ def nca_objective(A, X, y, objective: str = "f",
 
 
 def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float = 1e-5,
-                 callback=None, working_memory: float = WORKING_MEMORY) -> OptimizeResult:
+                 callback=None, working_memory: float = WORKING_MEMORY, checkpoint=None,
+                 checkpoint_interval: float = 60.0) -> OptimizeResult:
     """Maximise NCA's objective over a linear map by L-BFGS-B.
 
     Goldberger et al. (NIPS 2004): maximises ``f`` (eq. 3) or ``g`` (eq. 6) over
     ``A`` from ``A0`` with scipy's L-BFGS-B on ``-f`` or ``-g`` (the paper uses
     conjugate gradients, scikit-learn L-BFGS-B), each evaluation by
-    ``nca_objective``'s blocks.
+    ``nca_objective``'s blocks. The L-BFGS-B iterates are scipy's
+    ``minimize(method="L-BFGS-B")``'s bit for bit; the loop is ``fast_solver.nca.lbfgsb``'s,
+    which can save L-BFGS-B's whole state (iterate, gradient, correction pairs, line search,
+    counters) at every iterate and resume from it.
 
     Parameters
     ----------
@@ -130,10 +136,21 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     tol : float, default=1e-5
         L-BFGS-B's tolerance (scipy's ``minimize(tol=...)``).
     callback : callable, optional
-        ``callback(A, value)`` after each iteration with the current ``A`` (r, d)
-        and its ``f`` or ``g``.
+        ``callback(A, value, n_iter)`` after each iteration with the current ``A`` (r, d),
+        its ``f`` or ``g`` and the iterations so far (counted from 1, across resumes).
     working_memory : float, default=64
         MiB for one block of rows.
+    checkpoint : str, path-like or None, default=None
+        A file where the fit saves its state (``fast_solver.checkpoint``) at most every
+        ``checkpoint_interval`` seconds, at the end of an iteration, and when it ends. A fit
+        started again with the same inputs, options and path resumes from the state saved
+        last and ends with the same ``components``, ``objective``, ``nit`` and ``nfev`` bit
+        for bit as an uninterrupted fit on the same number of cores (the cores decide the
+        blocks' summation order); a finished fit's file returns its result at once. A file
+        that is damaged or was written for other inputs or options (``X``, ``y``, ``A0``,
+        ``objective``, ``max_iter``, ``tol``, ``working_memory``) is refused.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every iteration.
 
     Returns
     -------
@@ -148,6 +165,8 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     ------
     ValueError
         As ``nca_objective``, for ``A0`` in place of ``A``.
+    fast_solver.checkpoint.CheckpointError
+        If ``checkpoint`` is damaged or was written by another fit (a ``ValueError``).
 
     See Also
     --------
@@ -168,17 +187,20 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     data = sort_by_class(X, y, objective)
     A0 = check_map(A0, data.X.shape[1], "A0")
     shape = A0.shape
+    state = Checkpoint(checkpoint, kind="nca", interval=checkpoint_interval, fingerprint=fingerprint(
+        data.X, data.bounds, data.order, A0, objective=objective, max_iter=max_iter, tol=tol,
+        working_memory=working_memory))
 
     def negated(a):
         value, gradient = value_and_gradient(a.reshape(shape), data, objective, working_memory)
         return -value, -gradient.ravel()
 
-    def each_iteration(intermediate_result):
+    def each_iteration(a, value, n_iter):
         if callback is not None:
-            callback(intermediate_result.x.reshape(shape), -float(intermediate_result.fun))
+            callback(a.reshape(shape), -value, n_iter)
 
-    result = minimize(negated, A0.ravel(), method="L-BFGS-B", jac=True, tol=tol,
-                      callback=each_iteration, options={"maxiter": max_iter})
+    result = minimize_lbfgsb(negated, A0.ravel(), max_iter=max_iter, tol=tol, callback=each_iteration,
+                             checkpoint=state)
     result.components = result.x.reshape(shape)
     result.objective = -float(result.fun)
     result.solver_status = result.status  # L-BFGS-B's code; 1 is its iteration limit

@@ -200,8 +200,8 @@ def test_minimize_nca_climbs_and_reports_its_point(objective):
     X, y = load_iris(return_X_y=True)
     A0 = np.eye(2, 4)
     seen = []
-    result = minimize_nca(X, y, A0, objective, max_iter=30, callback=lambda A, v: seen.append(v))
-    assert result.components.shape == (2, 4) and len(seen) == result.nit
+    result = minimize_nca(X, y, A0, objective, max_iter=30, callback=lambda A, v, n_iter: seen.append((v, n_iter)))
+    assert result.components.shape == (2, 4) and [n for _, n in seen] == list(range(1, result.nit + 1))
     assert result.objective == pytest.approx(nca_objective(result.components, X, y, objective)[0], rel=1e-12)
     assert result.objective > nca_objective(A0, X, y, objective)[0]
-    assert seen[-1] == pytest.approx(result.objective, rel=1e-12)
+    assert seen[-1][0] == pytest.approx(result.objective, rel=1e-12)
