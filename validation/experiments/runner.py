@@ -74,7 +74,8 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
             yield client
         except KeyboardInterrupt:
             _silence_logs()  # workers stopped mid-task log their lost scheduler
-            client.run(_silence_logs)
+            with contextlib.suppress(Exception):  # a worker already gone: the interrupt still goes up
+                client.run(_silence_logs)
             raise
 
 
