@@ -14,8 +14,12 @@ exit status: 0 success, 1 a check that failed, 2 a usage error).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import shlex
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -44,7 +48,9 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """
     parser = build_parser(prog)
     try:
-        args = parser.parse_args(_with_default_command(argv))
+        argv = _with_default_command(argv)
+        args = parser.parse_args(argv)
+        args.command_line = " ".join([prog, *map(shlex.quote, argv)])  # as typed, for messages
         return args.run(args)
     except SystemExit as stop:  # argparse's --help and usage errors
         return int(stop.code or 0)
@@ -420,6 +426,11 @@ def add_experiments_parser(subparsers) -> None:
     command.add_argument("--report", type=Path, metavar="DIR",
                          help="folder of the tables and plots (default: RESULTS/report); "
                               "--report docs/results writes the committed record")
+    command.add_argument("--export", type=Path, metavar="DIR",
+                         help="also write the final table as the record table1-full (table1-quick with "
+                              "--quick), .md and .csv with the command, code version and machine; "
+                              "--export docs/results is the committed one, which the README's "
+                              "Table 1 is generated from (python -m validation.table1)")
     command.add_argument("--no-figures", action="store_true",
                          help="tables and bar chart only: skip the fits of the illustrative figures")
     command.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -437,10 +448,17 @@ def run_experiments(args: argparse.Namespace) -> int:
 
     if (args.splits is not None and args.splits < 1) or args.workers < 1:
         args.error("--splits and --workers must be at least 1")
-    outcome = session.experiments(
-        args.datasets, args.methods, splits=args.splits, quick=args.quick,
-        scheduler=args.scheduler, workers=args.workers, results=args.results,
-        report_dir=args.report, progress=not args.no_progress, make_figures=not args.no_figures)
+    try:
+        with _interrupted_once():
+            outcome = session.experiments(
+                args.datasets, args.methods, splits=args.splits, quick=args.quick,
+                scheduler=args.scheduler, workers=args.workers, results=args.results,
+                report_dir=args.report, progress=not args.no_progress,
+                make_figures=not args.no_figures, export=args.export)
+    except (session.Interrupted, KeyboardInterrupt) as stop:
+        print(f"{stop or 'interrupted before the run started'}; resume with: {args.command_line}",
+              file=sys.stderr)
+        return 130
     for message in outcome.skipped:
         print(f"skipped {message}")
     print(outcome.written[0].read_text())
@@ -448,9 +466,31 @@ def run_experiments(args: argparse.Namespace) -> int:
         print(f"figure {name} not made: {error}")
     counts = outcome.counts
     print(", ".join(f"{counts[s]} {s}" for s in ("ok", "failed", "skipped", "refused", "finished"))
-          + " (finished: in the store from an earlier run)")
+          + f", {counts['another_run']} by another run (finished: in the store from an earlier run; "
+          "by another run: finished meanwhile by a run sharing the store)")
     print("written: " + ", ".join(map(str, outcome.written)))
     return 1 if counts["failed"] or counts["refused"] else 0
+
+
+@contextlib.contextmanager
+def _interrupted_once():
+    """The first SIGINT raises KeyboardInterrupt and later ones are ignored until the block
+    ends, so the cleanup after a Ctrl-C (closing the cluster, releasing claims) is not cut
+    short by a second; the previous handler is restored after. Outside the main thread,
+    where Python takes no signal handler, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def read_array(path: Path, name: str) -> np.ndarray:

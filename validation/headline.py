@@ -56,11 +56,22 @@ def headline(rows: list[dict]) -> str:
 def with_headline(text: str, table: str) -> str:
     """``text`` (the README) with ``table`` between ``START`` and ``END``; a ValueError
     when the markers are missing."""
-    if START not in text or END not in text:
-        raise ValueError(f"the README lacks the markers {START!r} and {END!r}")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{START}\n{table}{END}{after}"
+    return with_section(text, table, START, END)
+
+
+def with_section(text: str, table: str, start: str, end: str) -> str:
+    """``text`` with ``table`` between the marker lines ``start`` and ``end``; a ValueError
+    when the markers are missing."""
+    if start not in text or end not in text:
+        raise ValueError(f"the README lacks the markers {start!r} and {end!r}")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}\n{table}{end}{after}"
+
+
+def section(text: str, start: str, end: str) -> str:
+    """What ``text`` holds between the marker lines ``start`` and ``end``."""
+    return text.split(start, 1)[1].split(end, 1)[0].removeprefix("\n")
 
 
 def main() -> int:

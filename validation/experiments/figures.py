@@ -10,11 +10,15 @@
 
 The fits of the last two use at most ``FIGURE_MAX_ROWS`` rows of the data set (the
 protocol's stratified subset), so a full run's figures cost minutes, not the full fits.
-Each ``*_data`` function returns only what its plot needs (small arrays).
+Each ``*_data`` function returns only what its plot needs (small arrays, and plain JSON
+values), which the session caches in the results store under ``cache_key``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,7 @@ from validation.datasets import load_bundled
 from validation.experiments import plots
 from validation.experiments.knn import nearest_neighbours
 from validation.experiments.protocol import MU, K, dataset_spec, load_split
+from validation.experiments.versions import code_version, package_versions
 
 FIG8_DIGITS = (0, 1, 2, 4)
 FIGURE_MAX_ROWS = 10_000
@@ -48,8 +53,8 @@ def convergence_data(dataset: str, max_rows: int | None) -> dict:
     stages = []
     result = fast_solver.solve(LMNNProblem(split.Z_train, split.y_train, k=K, mu=MU),
                                tol=dataset_spec(dataset).tol, callback=stages.append)
-    return {"stages": stages, "gap": result.relative_gap, "n": len(split.y_train),
-            "d": split.Z_train.shape[1]}
+    return {"stages": [dataclasses.asdict(stage) for stage in stages], "gap": result.relative_gap,
+            "n": len(split.y_train), "d": split.Z_train.shape[1]}
 
 
 def neighbour_data(dataset: str, max_rows: int | None) -> dict:
@@ -76,6 +81,16 @@ def jobs(datasets: list[str], max_rows: int | None) -> dict[str, tuple]:
     return found
 
 
+def cache_key(name: str, job: tuple) -> str:
+    """What determines figure ``name``'s data: its job's function and arguments (``jobs``),
+    the code and package versions (``validation.experiments.versions``) and this module."""
+    function, *arguments = job
+    return json.dumps({"figure": name, "function": function.__name__, "arguments": arguments,
+                       "code": code_version(), "packages": package_versions(),
+                       "figures": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]},
+                      sort_keys=True)
+
+
 def draw(name: str, data: dict, directory: Path, detail: str = "") -> Path:
     """Draw figure ``name`` from its data into ``directory/NAME.png``."""
     path = Path(directory) / f"{name}.png"
@@ -84,7 +99,8 @@ def draw(name: str, data: dict, directory: Path, detail: str = "") -> Path:
                                      f"digits {FIG8_DIGITS}, PCA-2, one LMNN metric per class "
                                      f"(certified gap {data['gap']:.1g})")
     if name == "convergence":
-        return plots.convergence(data["stages"], path, f"LMNN on {detail}: n = {data['n']}, "
+        stages = [fast_solver.Stage(**stage) for stage in data["stages"]]
+        return plots.convergence(stages, path, f"LMNN on {detail}: n = {data['n']}, "
                                  f"d = {data['d']}, certified gap {data['gap']:.2g}")
     return plots.neighbour_rows(data["train_images"], data["y_train"], data["test_images"],
                                 data["y_test"], data["before"], data["after"],

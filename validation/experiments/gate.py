@@ -72,9 +72,10 @@ def cached_gate(store: ResultStore, solver: str, environment: str) -> GateResult
     return GateResult(solver, row["passed"], row["message"], row["rows"], row["seconds"])
 
 
-def cache_gate(store: ResultStore, result: GateResult, environment: str) -> None:
+def cache_gate(store: ResultStore, result: GateResult, environment: str, run: str | None = None) -> None:
+    """Cache ``result`` in ``store`` under ``environment``, releasing ``run``'s claim on the gate."""
     store.record_gate(result.solver, environment, result.passed, result.message, result.rows,
-                      result.seconds)
+                      result.seconds, run)
 
 
 def refusal(method_name: str, gates: list[GateResult]) -> str | None:

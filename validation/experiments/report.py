@@ -10,8 +10,10 @@ what was proved), and how many of its tasks did not finish. ``write_tables`` wri
 ``results.md`` and ``results.csv``, each with the provenance line of ``validation.records``
 (the command, the code version, the machine; the CSV's as its first comment line, read back
 by ``validation.records.read_record``), each replaced atomically; the Markdown also lists
-every unfinished task with its status and reason. ``--report docs/results`` makes them the
-committed record.
+every unfinished task with its status and reason. ``export`` writes the same lines as a
+record of ``validation.records`` (``NAME.md`` and ``NAME.csv`` with the provenance line):
+``--export docs/results`` makes it the committed record, from which
+``validation.table1`` generates the README's Table 1.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from validation.experiments.paper import paper_error
 from validation.experiments.protocol import DATASETS, MU, K
-from validation.records import csv_text, provenance, write_text_atomic
+from validation.records import csv_text, provenance, write_record, write_text_atomic
 
 COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
            "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",
@@ -76,6 +78,18 @@ def write_tables(rows: list[dict], directory: str | Path, command: str | None = 
     md_path = write_text_atomic(directory / "results.md", markdown(lines, rows, line))
     csv_path = write_text_atomic(directory / "results.csv", csv_text(lines, COLUMNS, line))
     return [md_path, csv_path]
+
+
+def export(rows: list[dict], directory: str | Path, name: str, command: str | None = None) -> list[Path]:
+    """The record ``name`` (``validation.records.write_record``) of ``summarise(rows)`` in
+    ``directory``, all ``COLUMNS``; returns its Markdown and CSV files."""
+    notes = (f"k = {K}, mu = {MU}; errors in %, mean and sample std over the splits; "
+             "paper_test_error is Table 1's (Fashion-MNIST beside MNIST's). The run's full report "
+             "(one table per data set, unfinished tasks and their reasons) is its results.md.")
+    return list(write_record(name, summarise(rows), title="Experiments: the protocol of JMLR 2009, Table 1",
+                             notes=notes, command=command, columns=COLUMNS,
+                             formats={"splits": "d", "not_converged": "d", "not_finished": "d"},
+                             directory=Path(directory)))
 
 
 def markdown(lines: list[dict], rows: list[dict], provenance_line: str = "") -> str:

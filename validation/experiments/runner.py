@@ -1,11 +1,19 @@
 """Run the tasks on ``dask.distributed``, resumable, with the gate in front of the fast solvers.
 
-``run`` skips the tasks the store already holds as finished (status ``ok``), submits the
-others to the cluster (``run_task`` on a worker, which loads its own data) and records each
-row the moment its task finishes, so an interrupted run loses only the tasks in flight.
+``run`` registers a run in the store and claims every task the store does not hold as
+finished (status ``ok``) and no other live run has claimed (``ResultStore.claim``), submits
+the claimed ones to the cluster (``run_task`` on a worker, which loads its own data) and
+records each row the moment its task finishes, committed before the progress bar counts
+it, so an interrupted run loses only the tasks in flight. Tasks another live run holds are
+left to it: this run looks at the store every ``WAIT_SECONDS`` until their rows are there
+(and takes over those the other run gave up without a row), so two runs on one store
+compute each task once and end with the same table. The loop refreshes the run's
+heartbeat every ``HEARTBEAT_SECONDS`` (well within ``store.CLAIM_EXPIRY``) and releases the
+run's claims when it ends, however it ends (an interrupt included).
 Methods behind a gate (``validation.experiments.gate``) wait for their solvers'
 cross-checks, which run once per environment as tasks on the cluster too (or come from
-the store's cache); the other tasks start at once.
+the store's cache, or from another run that holds the gate's claim); the other tasks start
+at once.
 
 A worker that dies (killed, out of memory, its machine gone) is left to Dask's scheduler,
 not to ``client.submit(..., retries=N)``: the scheduler runs the tasks the worker held again
@@ -20,8 +28,13 @@ in the store, so a rerun computes only the tasks without an ``ok`` row.
 
 ``dask_client`` opens a ``LocalCluster`` (``workers`` processes of one thread each, and
 BLAS / numba threads shared out between them; its log shows errors only, not the warning
-that a worker took over 4 s to exit at shutdown, which it does on a loaded machine) or
-connects to a running scheduler.
+that a worker took over 4 s to exit at shutdown, which it does on a loaded machine; no
+dashboard, and its HTTP server on a free port rather than 8787, which another cluster may
+hold) or connects to a running scheduler. The worker processes start with SIGINT ignored,
+so Ctrl-C at a terminal, which reaches the whole process group, interrupts the run only
+and the cluster then stops its workers, with the logs of the cluster and the workers
+silenced first (a worker stopped mid-task logs its lost scheduler). A Ctrl-C while the
+cluster starts is ignored; a worker process the nanny restarts later takes SIGINT as usual.
 """
 
 from __future__ import annotations
@@ -29,20 +42,27 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 
-from distributed import Client, LocalCluster, as_completed
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
+from tqdm import tqdm as std_tqdm
 from tqdm.auto import tqdm
 
 from validation.experiments.gate import GateResult, cache_gate, cached_gate, gate_environment, refusal, run_gate
 from validation.experiments.methods import method
-from validation.experiments.store import KEY, ResultStore
+from validation.experiments.store import KEY, ResultStore, gate_key
 from validation.experiments.task import WORKER_THREADS, Task, run_task
 
 # numba's share goes in WORKER_THREADS for ``task.limit_numba_threads``, not in NUMBA_NUM_THREADS
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+POLL_SECONDS = 0.2  # the loop looks for finished futures this often
+WAIT_SECONDS = 2.0  # and at the store for the tasks and gates other runs hold this often
+HEARTBEAT_SECONDS = 10.0  # and marks its run alive this often (store.CLAIM_EXPIRY: 120 s)
 
 
 @contextlib.contextmanager
@@ -54,44 +74,107 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
             yield client
         return
     threads = str(max(1, (os.cpu_count() or 1) // workers))
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR,
-                      env=dict.fromkeys((*THREAD_VARIABLES, WORKER_THREADS), threads)) as cluster, \
-            Client(cluster) as client:
-        yield client
+    with _sigint_ignored():  # inherited by the worker processes (module docstring)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                               env=dict.fromkeys((*THREAD_VARIABLES, WORKER_THREADS), threads))
+    with cluster, Client(cluster) as client:
+        client.register_plugin(_ThreadLockedProgress(), name="lmnn-sdp-thread-locked-progress")
+        try:
+            yield client
+        except KeyboardInterrupt:
+            _silence_logs()  # workers stopped mid-task log their lost scheduler
+            with contextlib.suppress(Exception):  # a worker already gone: the interrupt still goes up
+                client.run(_silence_logs)
+            raise
+
+
+class _ThreadLockedProgress(WorkerPlugin):
+    """tqdm's lock in a worker process as a thread lock: its default, a multiprocessing lock,
+    is a named semaphore that a worker stopped mid-task (the cluster closing after a Ctrl-C)
+    leaves behind, and the resource tracker then warns of it on stderr."""
+
+    def setup(self, worker) -> None:
+        std_tqdm.set_lock(threading.RLock())
+
+
+def _silence_logs() -> None:
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile, when called from the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run(tasks: list[Task], store: ResultStore, client: Client, progress: bool = True,
         gate_max_n: int | None = None) -> Counter:
-    """Run the unfinished ``tasks``; returns how many ended ``ok``, ``failed``, ``skipped``,
-    ``refused`` and were already ``finished`` in the store. Gates run on the built-in
-    instances of at most ``gate_max_n`` points (default: all of them)."""
-    done = store.finished(task.key for task in tasks)
-    counts = Counter(finished=len(done))
-    run = _Run(store, client, gate_max_n, counts)
-    with tqdm(total=len(tasks), initial=len(done), desc="experiments", unit="task",
-              disable=not progress) as bar:
-        run.bar = bar
-        for task in tasks:
-            if task.key not in done:
-                run.admit(task)
-        for future in run.futures:
-            run.collect(future)
+    """Run the unfinished ``tasks`` (module docstring); returns how many ended ``ok``,
+    ``failed``, ``skipped``, ``refused``, were already ``finished`` in the store, and were
+    finished meanwhile by another run (``another_run``; a task another run recorded with
+    another status counts under that status). Gates run on the built-in instances of at
+    most ``gate_max_n`` points (default: all of them)."""
+    run_id = store.start_run()
+    try:
+        claimed = store.claim((task.key for task in tasks), run_id)
+        counts = Counter(finished=len(claimed.done))
+        state = _Run(store, client, gate_max_n, counts, run_id)
+        with tqdm(total=len(tasks), initial=len(claimed.done), desc="experiments", unit="task",
+                  disable=not progress) as bar:
+            state.bar = bar
+            for task in tasks:
+                if task.key in claimed.mine:
+                    state.admit(task)
+                elif task.key in claimed.held:
+                    state.held[task.key] = (task, claimed.held[task.key])
+            state.finish()
+    finally:
+        store.end_run(run_id)
     return counts
 
 
 class _Run:
-    """The state of one ``run``: gates known and pending, tasks waiting for them, futures."""
+    """The state of one ``run``: gates known and pending, tasks waiting for them, futures,
+    and the tasks and gates another run holds."""
 
-    def __init__(self, store: ResultStore, client: Client, gate_max_n: int | None, counts: Counter):
-        self.store, self.client, self.counts = store, client, counts
+    def __init__(self, store: ResultStore, client: Client, gate_max_n: int | None, counts: Counter,
+                 run_id: str):
+        self.store, self.client, self.counts, self.run_id = store, client, counts, run_id
         self.gate_max_n, self.environment = gate_max_n, gate_environment(gate_max_n)
         self.gates: dict[str, GateResult] = {}
         self.gate_futures: dict = {}  # future -> solver
         self.task_futures: dict = {}  # future -> task
         self.waiting: list[Task] = []
+        self.held: dict[tuple, tuple[Task, str]] = {}  # key -> (task, the run holding it)
+        self.held_gates: set[str] = set()  # solvers whose gate another run holds
         self.futures = as_completed()
         self.bar = None
+
+    def finish(self) -> None:
+        """Collect every future, heartbeat, and wait for what other runs hold."""
+        beat = look = time.monotonic()
+        while not self.futures.is_empty() or self.held or self.held_gates:
+            if self.futures.has_ready():
+                for future in self.futures.next_batch(block=False):
+                    self.collect(future)
+            else:
+                time.sleep(POLL_SECONDS)
+            now = time.monotonic()
+            if now - beat >= HEARTBEAT_SECONDS:
+                self.store.heartbeat(self.run_id)
+                beat = now
+            if (self.held or self.held_gates) and now - look >= WAIT_SECONDS:
+                self._look_at_held()
+                look = now
 
     def admit(self, task: Task) -> None:
         """Submit ``task``, refuse it, or hold it until its gates are known."""
@@ -116,36 +199,65 @@ class _Run:
         if future in self.gate_futures:
             solver = self.gate_futures.pop(future)
             if failure is None:
-                cache_gate(self.store, result, self.environment)
+                cache_gate(self.store, result, self.environment, self.run_id)
             else:
                 result = GateResult(solver, False, f"the cross-check of '{solver}' could not run: "
                                     f"{failure}", [], 0.0)
+                self.store.release([gate_key(solver, self.environment)], self.run_id)
             self.gates[solver] = result
-            waiting, self.waiting = self.waiting, []
-            for task in waiting:
-                self.admit(task)
+            self._readmit()
             return
         task = self.task_futures.pop(future)
         self._record(task, result if failure is None else
                      {"status": "failed", "error": f"the task did not return: {failure}"})
 
     def _ensure_gate(self, solver: str) -> None:
-        if solver in self.gates or solver in self.gate_futures.values():
+        if solver in self.gates or solver in self.gate_futures.values() or solver in self.held_gates:
             return
-        cached = cached_gate(self.store, solver, self.environment)
-        if cached is not None:
-            self.gates[solver] = cached
-            return
-        future = self.client.submit(run_gate, solver, self.environment, self.gate_max_n,
-                                    key=f"gate-{solver}-{uuid.uuid4().hex}")
-        self.gate_futures[future] = solver
-        self.futures.add(future)
+        owner = self.store.claim_gate(solver, self.environment, self.run_id)
+        if owner is None:
+            self.gates[solver] = cached_gate(self.store, solver, self.environment)
+        elif owner != self.run_id:
+            self.held_gates.add(solver)
+        else:
+            future = self.client.submit(run_gate, solver, self.environment, self.gate_max_n,
+                                        key=f"gate-{solver}-{uuid.uuid4().hex}")
+            self.gate_futures[future] = solver
+            self.futures.add(future)
+
+    def _readmit(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for task in waiting:
+            self.admit(task)
+
+    def _look_at_held(self) -> None:
+        """Take in what other runs finished; claim what they gave up (ended without it)."""
+        solvers, self.held_gates = self.held_gates, set()
+        for solver in solvers:
+            self._ensure_gate(solver)
+        self._readmit()
+        claimed = self.store.claim(self.held, self.run_id)
+        for key in claimed.done:
+            self._report(self.held.pop(key)[0], "ok", "another_run")
+        for key in claimed.mine:
+            task, owner = self.held.pop(key)
+            row = next(iter(self.store.rows([key])), None)
+            if row is not None and row["run"] == owner:  # recorded by the other run, not ok
+                self.store.release([key], self.run_id)
+                self._report(task, row["status"])
+            else:
+                self.admit(task)
+        for key, owner in claimed.held.items():
+            self.held[key] = (self.held[key][0], owner)
 
     def _record(self, task: Task, row: dict) -> None:
-        self.store.record({**row, **dict(zip(KEY, task.key))})
-        self.counts[row["status"]] += 1
+        self.store.record({**row, **dict(zip(KEY, task.key))}, self.run_id)  # committed, then reported
+        self._report(task, row["status"])
+
+    def _report(self, task: Task, status: str, counted_as: str | None = None) -> None:
+        self.counts[counted_as or status] += 1
         self.bar.update(1)
-        self.bar.set_postfix_str(f"{task.name} {row['status']}", refresh=False)
+        self.bar.set_postfix_str(f"{task.name} {status}", refresh=False)
 
 
 def _outcome(future) -> tuple[object, str | None]:

@@ -4,7 +4,11 @@
 are not fetched (saying which command fetches them), runs the rest through
 ``runner.run`` into the results store, writes the tables and the bar chart of every
 task of the plan (finished now or in an earlier run) and the three illustrative figures
-(``validation.experiments.figures``). ``quick`` is the small version for CI and
+(``validation.experiments.figures``), and with ``export`` the final tables as the record
+``table1-quick`` or ``table1-full`` (``report.export``). The figures' data are cached in the
+store under what determines them (``figures.cache_key``), so a rerun with nothing left to
+compute redraws them without fitting. A Ctrl-C raises ``Interrupted`` once the cluster is
+closed and the run's claims released, with how many tasks the store holds. ``quick`` is the small version for CI and
 newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
 rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, of every method but
 ``protocol.QUICK_SKIPS`` unless methods are named, the gates on the built-in instances of at
@@ -32,6 +36,15 @@ from validation.experiments.store import DEFAULT_FOLDER, ResultStore
 from validation.experiments.task import plan
 
 
+class Interrupted(Exception):
+    """A run stopped by Ctrl-C: ``finished`` of its ``total`` tasks are finished in the store
+    at ``path``."""
+
+    def __init__(self, finished: int, total: int, path: Path):
+        super().__init__(f"interrupted: {finished} of {total} tasks finished in {path}")
+        self.finished, self.total, self.path = finished, total, path
+
+
 @dataclass
 class Outcome:
     """What a run did: task counts (``runner.run``), files written, data sets skipped, and
@@ -51,11 +64,12 @@ def default_methods(quick: bool = False) -> list[str]:
 def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits: int | None = None,
                 quick: bool = False, scheduler: str | None = None, workers: int = 2,
                 results: Path = DEFAULT_FOLDER, report_dir: Path | None = None,
-                progress: bool = True, make_figures: bool = True) -> Outcome:
+                progress: bool = True, make_figures: bool = True, export: Path | None = None) -> Outcome:
     """Run the protocol (module docstring) on ``datasets`` (None: all, or ``QUICK_DATASETS``
     with ``quick``) and ``methods`` (None: all, or all but ``QUICK_SKIPS`` with ``quick``);
     ``results`` is the folder of the store (``results.sqlite``),
-    ``report_dir`` that of the tables and plots (default ``results/report``)."""
+    ``report_dir`` that of the tables and plots (default ``results/report``), ``export`` that
+    of the exported record (none by default). Raises ``Interrupted`` on Ctrl-C."""
     if datasets is None:
         datasets = list(QUICK_DATASETS if quick else DATASETS)
     if methods is None:
@@ -65,27 +79,42 @@ def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits
     max_rows = QUICK_ROWS if quick else None
     tasks = plan(datasets, methods, splits or (QUICK_SPLITS if quick else None), max_rows)
     report_dir = Path(report_dir) if report_dir else Path(results) / "report"
-    with ResultStore(Path(results) / "results.sqlite") as store, \
-            runner.dask_client(scheduler, workers) as client:
-        counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None)
-        rows = store.rows(task.key for task in tasks)
-        outcome = Outcome(counts, report.write_tables(rows, report_dir), skipped)
-        lines = [line for line in report.summarise(rows) if line["splits"]]
-        if lines:
-            outcome.written.append(plots.table_bars(lines, report_dir / "table1-bars.png"))
-        if make_figures:
-            _figures(client, datasets, max_rows, report_dir, outcome)
+    path = Path(results) / "results.sqlite"
+    try:
+        with ResultStore(path) as store, runner.dask_client(scheduler, workers) as client:
+            counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None)
+            rows = store.rows(task.key for task in tasks)
+            outcome = Outcome(counts, report.write_tables(rows, report_dir), skipped)
+            lines = [line for line in report.summarise(rows) if line["splits"]]
+            if lines:
+                outcome.written.append(plots.table_bars(lines, report_dir / "table1-bars.png"))
+            if export is not None:
+                outcome.written += report.export(rows, export, "table1-quick" if quick else "table1-full")
+            if make_figures:
+                _figures(client, store, datasets, max_rows, report_dir, outcome)
+    except KeyboardInterrupt:
+        with ResultStore(path) as store:
+            finished = len(store.finished(task.key for task in tasks))
+        raise Interrupted(finished, len(tasks), path) from None
     return outcome
 
 
-def _figures(client, datasets: list[str], max_rows: int | None, directory: Path,
+def _figures(client, store: ResultStore, datasets: list[str], max_rows: int | None, directory: Path,
              outcome: Outcome) -> None:
-    """Fit the figures' models on the cluster and draw them; a failure is noted, not raised."""
+    """Draw the figures from the store's cache, or fit their models on the cluster and cache
+    them first; a failure is noted, not raised."""
     jobs = figures.jobs(datasets, max_rows)
-    futures = {name: client.submit(job[0], *job[1:], pure=False) for name, job in jobs.items()}
-    for name, future in futures.items():
+    keys = {name: figures.cache_key(name, job) for name, job in jobs.items()}
+    cached = {name: store.figure(name, keys[name]) for name in jobs}
+    futures = {name: client.submit(job[0], *job[1:], pure=False) for name, job in jobs.items()
+               if cached[name] is None}
+    for name in jobs:
         try:
+            data = cached[name]
+            if data is None:
+                data = futures[name].result()
+                store.record_figure(name, keys[name], data)
             detail = f"{datasets[0]}, split 0" if name == "convergence" else ""
-            outcome.written.append(figures.draw(name, future.result(), directory, detail))
+            outcome.written.append(figures.draw(name, data, directory, detail))
         except Exception as error:  # a figure is an illustration; the tables stand without it
             outcome.figure_errors[name] = repr(error)

@@ -136,3 +136,72 @@ def test_worker_processes_compile_numba_after_launching_its_threads(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     share = max(1, (os.cpu_count() or 1) // 2)
     assert done.stdout.strip().splitlines()[-1] == str([(True, share, 10.0)] * 2)
+
+
+def test_every_task_is_committed_before_the_progress_bar_counts_it(client, monkeypatch, tmp_path):
+    path = tmp_path / "r.sqlite"
+    seen = []
+
+    class Bar:
+        """tqdm's part the runner uses; each update reads the store through another connection."""
+
+        def __init__(self, total, initial, **options):
+            self.n = initial
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def update(self, n):
+            self.n += n
+            with ResultStore(path) as reader:
+                seen.append((self.n, len(reader.rows())))
+
+        def set_postfix_str(self, text, refresh=True):
+            pass
+
+    monkeypatch.setattr(runner, "tqdm", Bar)
+    tasks = plan(["iris"], ["euclidean", "rca"], splits=2)
+    with ResultStore(path) as store:
+        assert runner.run(tasks, store, client) == {"ok": 4, "finished": 0}
+    assert seen == [(1, 1), (2, 2), (3, 3), (4, 4)]
+
+
+def record_later(path, task, run, seconds, status="ok"):
+    """Another run: after ``seconds``, record ``task`` (as ``run``) and end that run."""
+    import threading
+    import time
+
+    def later():
+        time.sleep(seconds)
+        with ResultStore(path) as other:
+            if status:
+                other.record({**dict(zip(("dataset", "split", "method", "params", "code_version"), task.key)),
+                              "status": status, "test_error": 0.5}, run)
+            other.end_run(run)
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("status, counts", [
+    ("ok", {"ok": 1, "another_run": 1, "finished": 0}),  # its row, taken as it is
+    ("failed", {"ok": 1, "failed": 1, "finished": 0}),  # its row, counted by its status
+    (None, {"ok": 2, "finished": 0}),  # it ended without a row: computed here
+])
+def test_a_task_another_run_holds_is_waited_for_and_taken_over_when_given_up(client, tmp_path, status, counts):
+    path = tmp_path / "r.sqlite"
+    tasks = plan(["iris"], ["euclidean"], splits=2)
+    with ResultStore(path) as store:
+        other = store.start_run()
+        store.claim([tasks[1].key], other)
+        thread = record_later(path, tasks[1], other, 3.0, status)
+        assert runner.run(tasks, store, client, progress=False) == counts
+        thread.join()
+        rows = store.rows(task.key for task in tasks)
+        assert [row["status"] for row in rows] == ["ok", status or "ok"]
+        assert (rows[1]["run"] == other) == (status is not None)
+        assert store.claims() == {}

@@ -84,3 +84,90 @@ def test_gate_cache_is_keyed_by_solver_and_environment(tmp_path):
         cached = store.gate("lmnn", "env-1")
         assert cached["passed"] is False and cached["rows"] == [{"instance": "a", "passed": False}]
         assert store.gate("lmnn", "env-2") is None and store.gate("mmc", "env-1") is None
+
+
+def test_the_store_is_a_write_ahead_log_and_a_store_of_before_claims_gains_its_run_column(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the results table as stores before claims had it
+        db.execute("CREATE TABLE results (dataset TEXT NOT NULL, split INTEGER NOT NULL, method TEXT NOT NULL, "
+                   "params TEXT NOT NULL, code_version TEXT NOT NULL, test_error REAL, train_loo_error REAL, "
+                   "fit_seconds REAL, eval_seconds REAL, total_seconds REAL, stats TEXT, versions TEXT, "
+                   "status TEXT NOT NULL, error TEXT, worker TEXT, finished_at TEXT, "
+                   "PRIMARY KEY (dataset, split, method, params, code_version))")
+    with ResultStore(path) as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        store.record(row(0), run="run-1")
+        assert store.rows()[0]["run"] == "run-1"
+
+
+def test_a_task_claimed_by_a_live_run_is_left_to_it_until_it_records_the_row(tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as first, ResultStore(tmp_path / "r.sqlite") as second:
+        a, b = first.start_run(), second.start_run()
+        assert first.claim([key(0), key(1)], a).mine == {key(0), key(1)}
+        claimed = second.claim([key(0), key(1), key(2)], b)
+        assert claimed.mine == {key(2)} and claimed.held == {key(0): a, key(1): a}
+        first.record(row(0, test_error=0.1), a)  # the row and the release: one transaction
+        claimed = second.claim([key(0), key(1)], b)
+        assert claimed.done == {key(0)} and claimed.held == {key(1): a} and not claimed.mine
+        assert second.rows([key(0)])[0]["run"] == a
+        first.end_run(a)  # ended (or interrupted) without key 1: free
+        assert second.claim([key(1)], b).mine == {key(1)}
+        assert first.claims() == {key(1): b, key(2): b}
+        second.end_run(b)
+        assert first.claims() == {}
+
+
+def test_the_claims_of_a_run_without_heartbeat_expire_and_a_heartbeat_keeps_them(tmp_path):
+    from validation.experiments.store import CLAIM_EXPIRY
+
+    with ResultStore(tmp_path / "r.sqlite") as first, ResultStore(tmp_path / "r.sqlite") as second:
+        a, b = first.start_run(), second.start_run()
+        first.claim([key(0)], a)
+        first._db.execute("UPDATE runs SET heartbeat = heartbeat - ? WHERE run = ?", (CLAIM_EXPIRY / 2, a))
+        assert second.claim([key(0)], b).held == {key(0): a}  # late, not dead
+        first.heartbeat(a)
+        first._db.execute("UPDATE runs SET heartbeat = heartbeat - ? WHERE run = ?", (CLAIM_EXPIRY + 1, a))
+        assert second.claim([key(0)], b).mine == {key(0)}  # a killed client: taken over
+        assert first.claims() == {key(0): b}
+
+
+def test_the_claims_of_a_run_whose_process_is_gone_from_this_machine_are_free_at_once(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with ResultStore(tmp_path / "r.sqlite") as first, ResultStore(tmp_path / "r.sqlite") as second:
+        a, b = first.start_run(), second.start_run()
+        first.claim([key(0), key(1)], a)
+        assert second.claim([key(0)], b).held == {key(0): a}  # its process lives: held
+        first._db.execute("UPDATE runs SET pid = ? WHERE run = ?", (int(ended.stdout), a))
+        first._db.commit()
+        assert second.claim([key(0)], b).mine == {key(0)}  # a killed client on this host: taken over
+        assert first.claims() == {key(0): b}
+
+
+def test_a_gate_is_claimed_by_one_run_and_cached_for_all(tmp_path):
+    from validation.experiments.store import gate_key
+
+    with ResultStore(tmp_path / "r.sqlite") as first, ResultStore(tmp_path / "r.sqlite") as second:
+        a, b = first.start_run(), second.start_run()
+        assert first.claim_gate("lmnn", "env", a) == a
+        assert second.claim_gate("lmnn", "env", b) == a
+        first.record_gate("lmnn", "env", True, "2 of 2 pass", [], 1.0, a)
+        assert second.claim_gate("lmnn", "env", b) is None and second.gate("lmnn", "env")["passed"]
+        assert gate_key("lmnn", "env") not in first.claims()
+
+
+def test_figure_data_come_back_without_pickle_and_by_their_key(tmp_path):
+    import numpy as np
+
+    data = {"X": np.arange(6.0).reshape(3, 2), "labels": np.array(["a", "b"]), "gap": np.float64(3e-7),
+            "stages": [{"elapsed": 0.5, "lower": float("nan")}], "n": 3}
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        store.record_figure("ellipses", "key-1", data)
+        back = store.figure("ellipses", "key-1")
+        assert store.figure("ellipses", "key-2") is None and store.figure("convergence", "key-1") is None
+    assert np.array_equal(back["X"], data["X"]) and back["labels"].tolist() == ["a", "b"]
+    assert back["gap"] == 3e-7 and back["n"] == 3 and math.isnan(back["stages"][0]["lower"])
