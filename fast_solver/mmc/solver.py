@@ -179,24 +179,30 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     state = checkpoint.load() or {
         "point": np.full(space.rank, 0.5 / space.rank) if diagonal else np.eye(space.rank) / space.rank,
         "target": FIRST_TARGET * tol, "n_iter": 0, "rounds": 0, "gap": np.inf, "status": None, "inner": None}
+
+    def certify(point: np.ndarray) -> MMCCertificate:
+        tick = time.perf_counter()
+        certificate = certify_metric(problem, metric_of(whitening.W, point, diagonal), tol, whitening)
+        timings["certify"] += time.perf_counter() - tick
+        return certificate
+
     certificate = None
     with tqdm(total=max_iter, initial=state["n_iter"], disable=not progress, desc="MMC") as bar:
         while state["status"] is None:
             tick = time.perf_counter()
             point, steps, gap, stop = space.run(state["point"], state["target"], max_iter - state["n_iter"],
                                                 bar, state["inner"], _saver(checkpoint, state))
-            certified_at = time.perf_counter()
-            certificate = certify_metric(problem, metric_of(whitening.W, point, diagonal), tol, whitening)
-            timings["solve"] += certified_at - tick
-            timings["certify"] += time.perf_counter() - certified_at
-            state = {**state, "point": point, "n_iter": state["n_iter"] + steps, "rounds": state["rounds"] + 1,
-                     "gap": gap, "inner": None, "status": _round_status(certificate, state["n_iter"] + steps,
-                                                                        max_iter, stop, steps)}
+            timings["solve"] += time.perf_counter() - tick
+            certificate = certify(point)
+            n_iter = state["n_iter"] + steps
+            state = {**state, "point": point, "n_iter": n_iter, "rounds": state["rounds"] + 1, "gap": gap,
+                     "inner": None, "status": _round_status(certificate, n_iter, max_iter, stop, steps)}
             if state["status"] is None:
                 state["target"] *= TARGET_STEP
-        checkpoint.save(state)
     if certificate is None:  # a finished solve read from its checkpoint
-        certificate = certify_metric(problem, metric_of(whitening.W, state["point"], diagonal), tol, whitening)
+        certificate = certify(state["point"])
+    else:
+        checkpoint.save(state)
     timings["total"] = time.perf_counter() - start
     return FastMMCResult(certificate, state["status"], _MESSAGES[state["status"]], state["n_iter"],
                          state["rounds"], state["gap"], timings)
