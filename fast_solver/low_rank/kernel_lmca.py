@@ -171,10 +171,11 @@ def solve_kernel_lmca(
         L-BFGS starts afresh on a renewed working set, at most every ``checkpoint_interval``
         seconds, and its result at the end. The same call with the same path resumes from
         the state saved last and ends with the result of an uninterrupted fit, bit for bit
-        (``components``, ``objective``, ``n_iter`` and the other counters; not ``timings``);
-        when the file holds a finished fit its result is returned at once. A file written
-        for other inputs or options (including another starting map: seed ``init="random"``
-        with an int ``random_state`` to resume it), or damaged, raises ``CheckpointError``.
+        with the same thread settings (``components``, ``objective``, ``n_iter`` and the other
+        counters; not ``timings``); when the file holds a finished fit its result is returned
+        at once. A file written for other inputs or options (another ``init``, or for
+        ``init="random"`` another seed; the start is named by ``init`` and the seed, not by its
+        computed numbers), or damaged, raises ``CheckpointError``.
     checkpoint_interval : float >= 0, default=60
         Seconds between saves; 0 saves at every restart point.
 
