@@ -23,16 +23,25 @@ from lmnn_sdp import LMNNProblem
 IRIS = load_iris(return_X_y=True)
 WINE = (StandardScaler().fit_transform(load_wine(return_X_y=True)[0]), load_wine(return_X_y=True)[1])
 
-# Each fit: its call saving at every restart point to a path (None: no checkpoint), and its data.
+# Each fit: its call saving at every restart point to a path (None: no checkpoint), and its data;
+# ``pace`` slows the low-rank fits in the killed process (``_pace``) so that kills land before
+# their end however loaded the machine (the callback does not change the answer).
 FITS = {
-    "lmca": (lambda path: LMCA(n_components=2, checkpoint=path, checkpoint_interval=0).fit, WINE),
-    "kernel-lmca": (lambda path: KernelLMCA(n_components=2, max_iter=100, checkpoint=path,
-                                            checkpoint_interval=0).fit, IRIS),
-    "mmc": (lambda path: functools.partial(solve_mmc_fast, tol=1e-12, checkpoint=path, checkpoint_interval=0),
-            WINE),  # stalls uncertified after 110 steps in two rounds
-    "mmc-diagonal": (lambda path: functools.partial(solve_mmc_fast, diagonal=True, tol=1e-9, checkpoint=path,
-                                                    checkpoint_interval=0), IRIS),  # certified
+    "lmca": (lambda path, pace=False: LMCA(n_components=2, checkpoint=path, checkpoint_interval=0,
+                                           callback=_pace if pace else None).fit, WINE),
+    "kernel-lmca": (lambda path, pace=False: KernelLMCA(n_components=2, max_iter=100, checkpoint=path,
+                                                        checkpoint_interval=0,
+                                                        callback=_pace if pace else None).fit, IRIS),
+    "mmc": (lambda path, pace=False: functools.partial(solve_mmc_fast, tol=1e-12, checkpoint=path,
+                                                       checkpoint_interval=0), WINE),  # 110 steps, uncertified
+    "mmc-diagonal": (lambda path, pace=False: functools.partial(solve_mmc_fast, diagonal=True, tol=1e-9,
+                                                                checkpoint=path, checkpoint_interval=0),
+                     IRIS),  # certified
 }
+
+
+def _pace(x, n_iter):
+    time.sleep(0.01)
 
 
 def _answer(fitted) -> dict:
@@ -75,7 +84,7 @@ def test_a_fit_killed_at_random_points_resumes_bit_for_bit(kind, tmp_path, kill_
         for n_kills, name in ((1, "once.ckpt"), (2, "twice.ckpt")):
             path = tmp_path / name
             for _ in range(n_kills):
-                assert kill_during(make(path), *data, checkpoint=path, after=next(afters))
+                assert kill_during(make(path, pace=True), *data, checkpoint=path, after=next(afters))
             _assert_same(_answer(make(path)(*data)), reference)
 
 
