@@ -27,6 +27,7 @@ scikit-learn (``sklearn.metrics.pairwise``): ``"rbf"`` ``exp(-gamma |x - z|^2)``
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -42,7 +43,7 @@ from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import in_chunks, map_rows
 from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver.low_rank.lmca import check_init_array, stage_table, warn_unless_stationary
-from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scale
+from fast_solver.low_rank.solver import HINGES, LMCAResult, low_rank_checkpoint, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem
 
 KERNELS = ("rbf", "poly")
@@ -128,6 +129,8 @@ def solve_kernel_lmca(
     kernel_memory: int = KERNEL_MEMORY,
     callback=None,
     report=None,
+    checkpoint=None,
+    checkpoint_interval: float = 60.0,
 ) -> LMCAResult:
     """Minimise the LMNN objective over a low-rank map of a kernel feature space.
 
@@ -162,6 +165,19 @@ def solve_kernel_lmca(
         ``callback(Omega, n_iter)`` after every L-BFGS iteration.
     report : callable, optional
         Called with a ``LowRankStage`` after every smoothing stage.
+    checkpoint : str or path-like, optional
+        File in which the fit saves its state (``fast_solver.checkpoint``: ``Omega``, the
+        working set, the smoothing stage, the best stage answer and the counters) whenever
+        L-BFGS starts afresh on a renewed working set, at most every ``checkpoint_interval``
+        seconds, and its result at the end. The same call with the same path resumes from
+        the state saved last and ends with the result of an uninterrupted fit, bit for bit
+        with the same thread settings (``components``, ``objective``, ``n_iter`` and the other
+        counters; not ``timings``); when the file holds a finished fit its result is returned
+        at once. A file written for other inputs or options (another ``init``, or for
+        ``init="random"`` another seed; the start is named by ``init`` and the seed, not by its
+        computed numbers), or damaged, raises ``CheckpointError``.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Returns
     -------
@@ -173,6 +189,8 @@ def solve_kernel_lmca(
     ------
     ValueError
         If ``n_components``, ``init`` or ``hinge`` is invalid.
+    CheckpointError
+        If ``checkpoint`` is damaged or was written by another fit.
 
     See Also
     --------
@@ -196,8 +214,12 @@ def solve_kernel_lmca(
     """
     K = TrainingKernel(kernel, problem.X, kernel_memory)
     Omega0 = initial_coefficients(problem, K, n_components, init, random_state)
+    saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "kernel-lmca", problem, Omega0, init,
+                                random_state, hinge=hinge, tol=tol, max_iter=max_iter, kernel=kernel.name,
+                                gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0,
+                                kernel_kept=K.matrix is not None)
     return minimise(problem, Omega0, lambda Omega: K.dot(Omega.T), lambda dZ: K.dot(dZ).T,
-                    hinge=hinge, tol=tol, max_iter=max_iter, callback=callback, report=report)
+                    hinge=hinge, tol=tol, max_iter=max_iter, callback=callback, report=report, checkpoint=saved)
 
 
 def initial_coefficients(problem: LMNNProblem, K: TrainingKernel, n_components: int | None, init,
@@ -311,6 +333,12 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         Seeds ``init="random"``.
     kernel_memory : int, default=256
         MiB the training kernel matrix may take; above it every product is blockwise.
+    checkpoint : str or path-like, default=None
+        File in which ``fit`` saves its state and resumes from it (``solve_kernel_lmca``): a
+        fit killed and run again with the same data, parameters and path ends with the
+        ``dual_coef_`` an uninterrupted fit gives, bit for bit.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Attributes
     ----------
@@ -370,11 +398,14 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "kernel_memory": [Interval(Real, 0, None, closed="left")],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_components=None, kernel="rbf", gamma=None, degree=3, coef0=1, k=3, mu=0.5,
                  init="kpca", hinge="linear", max_iter=1000, tol=1e-5, warm_start=False,
-                 callback=None, verbose=0, random_state=None, kernel_memory=256):
+                 callback=None, verbose=0, random_state=None, kernel_memory=256, checkpoint=None,
+                 checkpoint_interval=60.0):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -391,6 +422,8 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self.verbose = verbose
         self.random_state = random_state
         self.kernel_memory = kernel_memory
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -450,7 +483,8 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         result = solve_kernel_lmca(problem, kernel, n_components, init=init, hinge=self.hinge,
                                    tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
                                    kernel_memory=int(self.kernel_memory * 2**20), callback=self.callback,
-                                   report=stage_table(type(self).__name__) if self.verbose else None)
+                                   report=stage_table(type(self).__name__) if self.verbose else None,
+                                   checkpoint=self.checkpoint, checkpoint_interval=self.checkpoint_interval)
         self.kernel_ = kernel
         self.X_fit_ = problem.X
         self.dual_coef_ = result.components

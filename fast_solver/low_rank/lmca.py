@@ -17,6 +17,7 @@ each fit, an upper bound on what the rank (and the local search) costs.
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
@@ -34,7 +35,7 @@ from fast_solver.lmnn.impostors import cross_product, map_rows
 from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from fast_solver.low_rank.embedding_loss import embedding_loss
-from fast_solver.low_rank.solver import HINGES, LMCAResult, minimise, start_scale
+from fast_solver.low_rank.solver import HINGES, LMCAResult, low_rank_checkpoint, minimise, start_scale
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
 from lmnn_sdp.core.space import data_range, pull_matrices, units_space
 
@@ -53,6 +54,8 @@ def solve_lmca(
     random_state=None,
     callback=None,
     report=None,
+    checkpoint=None,
+    checkpoint_interval: float = 60.0,
 ) -> LMCAResult:
     """Minimise the LMNN objective over a rectangular linear map (LMCA).
 
@@ -83,6 +86,19 @@ def solve_lmca(
         ``callback(L, n_iter)`` after every L-BFGS iteration.
     report : callable, optional
         Called with a ``LowRankStage`` after every smoothing stage.
+    checkpoint : str or path-like, optional
+        File in which the fit saves its state (``fast_solver.checkpoint``: the map, the
+        working set, the smoothing stage, the best stage answer and the counters) whenever
+        L-BFGS starts afresh on a renewed working set, at most every ``checkpoint_interval``
+        seconds, and its result at the end. The same call with the same path resumes from
+        the state saved last and ends with the result of an uninterrupted fit, bit for bit
+        with the same thread settings (``components``, ``objective``, ``n_iter`` and the other
+        counters; not ``timings``); when the file holds a finished fit its result is returned
+        at once. A file written for other inputs or options (another ``init``, or for
+        ``init="random"`` another seed; the start is named by ``init`` and the seed, not by its
+        computed numbers), or damaged, raises ``CheckpointError``.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Returns
     -------
@@ -95,6 +111,8 @@ def solve_lmca(
     ValueError
         If ``n_components``, ``init`` or ``hinge`` is invalid, or the starting map
         sends every point to the same point.
+    CheckpointError
+        If ``checkpoint`` is damaged or was written by another fit.
 
     See Also
     --------
@@ -116,11 +134,13 @@ def solve_lmca(
     True
     """
     L0 = initial_map(problem, n_components, init, random_state)
+    saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "lmca", problem, L0, init, random_state,
+                                hinge=hinge, tol=tol, max_iter=max_iter)
     T, T_inverse = pull_whitening(problem)
     Xw = problem.X_centered @ T
     mapped = None if callback is None else (lambda A, n_iter: callback(A @ T.T, n_iter))
     result = minimise(problem, L0 @ T_inverse.T, lambda A: map_rows(Xw, A), lambda dZ: cross_product(dZ, Xw),
-                      hinge=hinge, tol=tol, max_iter=max_iter, callback=mapped, report=report)
+                      hinge=hinge, tol=tol, max_iter=max_iter, callback=mapped, report=report, checkpoint=saved)
     return dataclasses.replace(result, components=result.components @ T.T)
 
 
@@ -320,6 +340,12 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         If positive, print one row per smoothing stage.
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``.
+    checkpoint : str or path-like, default=None
+        File in which ``fit`` saves its state and resumes from it (``solve_lmca``): a fit
+        killed and run again with the same data, parameters and path ends with the
+        ``components_`` an uninterrupted fit gives, bit for bit.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Attributes
     ----------
@@ -367,10 +393,13 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         "callback": [callable, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, n_components=None, k=3, mu=0.5, init="pca", hinge="linear", max_iter=1000,
-                 tol=1e-5, warm_start=False, callback=None, verbose=0, random_state=None):
+                 tol=1e-5, warm_start=False, callback=None, verbose=0, random_state=None, checkpoint=None,
+                 checkpoint_interval=60.0):
         self.n_components = n_components
         self.k = k
         self.mu = mu
@@ -382,6 +411,8 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         self.callback = callback
         self.verbose = verbose
         self.random_state = random_state
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -426,7 +457,8 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         result = solve_lmca(problem, n_components, init=init, hinge=self.hinge, tol=self.tol,
                             max_iter=self.max_iter, random_state=self.random_state,
                             callback=self.callback,
-                            report=stage_table(type(self).__name__) if self.verbose else None)
+                            report=stage_table(type(self).__name__) if self.verbose else None,
+                            checkpoint=self.checkpoint, checkpoint_interval=self.checkpoint_interval)
         self.components_ = result.components
         self.objective_ = result.objective
         self.n_iter_ = result.n_iter

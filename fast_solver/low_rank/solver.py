@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from numbers import Integral
 
 import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
+from fast_solver.checkpoint import Checkpoint, fingerprint
 from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.start import best_scale
 from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
@@ -149,6 +151,7 @@ def minimise(
     max_iter: int = 1000,
     callback: Callable[[np.ndarray, int], None] | None = None,
     report: Callable[[LowRankStage], None] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> LMCAResult:
     """Minimise eq. 14 (or its smooth hinge) over ``x`` (module docstring).
 
@@ -172,6 +175,12 @@ def minimise(
         ``callback(x, n_iter)`` after every L-BFGS iteration.
     report : callable, optional
         Called with a ``LowRankStage`` after every stage.
+    checkpoint : Checkpoint, optional
+        Where the run saves its state when ``checkpoint.due()``, at every start of L-BFGS
+        (the restart points: L-BFGS starts afresh on each working set, so the iterate, the
+        set, the stage and the counters determine the rest of the run), and its result at the
+        end; a run given a checkpoint that holds a state continues from it and ends as an
+        uninterrupted run does, bit for bit; one that holds a result returns it at once.
 
     Returns
     -------
@@ -183,7 +192,29 @@ def minimise(
     if not np.all(np.isfinite(x0)):
         raise ValueError("the starting map contains NaN or infinity; pass finite numbers.")
     with threadpool_limits(1, user_api="blas"):  # L-BFGS-B's small products; ours run on threads
-        return _Run(problem, embed, pullback, tol, callback).solve(x0, hinge, max_iter, report)
+        run = _Run(problem, embed, pullback, tol, callback, checkpoint or Checkpoint(None, kind="", fingerprint=""))
+        return run.solve(x0, hinge, max_iter, report)
+
+
+def low_rank_checkpoint(path, interval: float, kind: str, problem: LMNNProblem, x0: np.ndarray, init,
+                        random_state, **options) -> Checkpoint:
+    """The ``Checkpoint`` of a low-rank fit at ``path`` (None: inert). Its fingerprint covers the
+    problem (inputs, labels, targets, ``mu``), the start and ``options`` (those that change
+    the answer: hinge, tol, max_iter, the kernel...). The start is named by ``init`` (a name,
+    or the array given) and the shape of ``x0``; a random start also by ``random_state`` when
+    that is a seed (an int or None), else by ``x0`` itself. A named start is not fingerprinted
+    by its computed numbers, so a checkpoint resumes where those numbers differ in their last
+    bits (another BLAS or thread count): the fit continues from the state saved."""
+    if path is None:
+        return Checkpoint(None, kind=kind, fingerprint="", interval=interval)
+    start = {"init": init, "shape": list(x0.shape)}
+    if isinstance(init, str) and init == "random":
+        if random_state is None or (isinstance(random_state, Integral) and not isinstance(random_state, bool)):
+            start["random_state"] = random_state
+        else:  # a RandomState or Generator: its draws name the start
+            start["start"] = x0
+    digest = fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, **start, **options)
+    return Checkpoint(path, kind=kind, fingerprint=digest, interval=interval)
 
 
 def start_scale(problem: LMNNProblem, Z: np.ndarray) -> float:
@@ -198,64 +229,95 @@ def start_scale(problem: LMNNProblem, Z: np.ndarray) -> float:
 
 
 class _Run:
-    """State of one minimisation: the working set, the best answer, counters."""
+    """State of one minimisation: the working set, the stage, the best answer, counters."""
 
-    def __init__(self, problem: LMNNProblem, embed, pullback, tol: float, callback):
+    def __init__(self, problem: LMNNProblem, embed, pullback, tol: float, callback, checkpoint: Checkpoint):
         self.problem, self.embed, self.pullback = problem, embed, pullback
-        self.tol, self.callback = float(tol), callback
+        self.tol, self.callback, self.checkpoint = float(tol), callback, checkpoint
         self.n_iter = self.n_searches = self.n_evaluations = 0
         self.stages: list[LowRankStage] = []
         self.timings = dict.fromkeys(("search", "lbfgs"), 0.0)
         self.start = time.perf_counter()
         self.loss: EmbeddingLoss | None = None
         self.last_search: tuple | None = None  # (x, pairs found at x)
+        self.width, self.best = SMOOTH_WIDTH, None  # best: (x, evaluation, width) of the lowest eq. 14
 
     def solve(self, x: np.ndarray, hinge: str, max_iter: int, report) -> LMCAResult:
+        state, ws = self.checkpoint.load(), None
+        if state is not None and "result" in state:
+            return _result_from(state["result"])
         if self.problem.mu == 0.0:  # eq. 14 is the pull term alone, 0 at the zero map
             x = np.zeros_like(x)
             zero = EmbeddingEvaluation(value=0.0, objective=0.0, gradient=np.zeros(0),
                                        n_active=self.problem.n_triplets)
             return self._result(x, zero, 0.0, hinge, CONVERGED, "converged: mu = 0, so the zero map is optimal")
-        Z = self.embed(x)
-        if not np.any(Z - Z.mean(axis=0)):  # every pair within the radius: n^2 impostor pairs
+        if state is not None:
+            x, ws = self._restore(state)
+        elif not np.any(_centred(self.embed(x))):  # every pair within the radius: n^2 impostor pairs
             raise ValueError("the starting map sends every training point to the same point, where "
                              "eq. 14 has no gradient; start from another map (init).")
-        width = SMOOTH_WIDTH
-        best = None
-        for _ in range(1 if hinge == "smooth" else MAX_STAGES):
-            x, stop = self._stage(x, width, max_iter)
-            ev = self.loss.evaluate(self.embed(x), width)  # the set was searched at x: exact
-            self._record(width, ev, stop, report)
-            prior = None if best is None else best[1].objective
+        while len(self.stages) < (1 if hinge == "smooth" else MAX_STAGES):
+            x, stop = self._stage(x, max_iter, ws)
+            ws = None
+            ev = self.loss.evaluate(self.embed(x), self.width)  # the set was searched at x: exact
+            self._record(self.width, ev, stop, report)
+            prior = None if self.best is None else self.best[1].objective
             if prior is None or ev.objective < prior:
-                best = (x, ev, width)
+                self.best = (x, ev, self.width)
             if stop == "max_iter":
                 break
-            if self.problem.mu * width / 2 * ev.n_active <= self.tol * ev.objective:
+            if self.problem.mu * self.width / 2 * ev.n_active <= self.tol * ev.objective:
                 break  # the smoothing changes eq. 14 by at most tol
             if prior is not None and ev.objective > prior * (1 - self.tol):
                 break  # the stage lowered eq. 14 by less than tol
-            width *= SHRINK
-        x, ev, width = best
+            self.width *= SHRINK
+        x, ev, width = self.best
         status = MAX_ITER if stop == "max_iter" else CONVERGED
         message = (f"not converged: max_iter={max_iter} L-BFGS iterations spent" if stop == "max_iter"
                    else f"converged: L-BFGS stopped ({stop}) at width {width:g}, a stationary point")
         return self._result(x, ev, width, hinge, status, message)
 
-    def _stage(self, x: np.ndarray, width: float, max_iter: int) -> tuple[np.ndarray, str]:
-        """L-BFGS at one width until it stops on a working set complete at its answer. The
-        stage starts on the pairs of a search at ``x``; later searches add to them."""
-        self._renew(x, grow=False)
+    def _stage(self, x: np.ndarray, max_iter: int, ws: WorkingSet | None = None) -> tuple[np.ndarray, str]:
+        """L-BFGS at ``self.width`` until it stops on a working set complete at its answer. The
+        stage starts on the pairs of a search at ``x`` (or on ``ws``, resuming); later searches
+        add to them. Each start of L-BFGS is a restart point (``_save``)."""
+        if ws is None:
+            self._renew(x, grow=False)
+        else:
+            self.loss = EmbeddingLoss(self.problem.targets, self.problem.mu, ws)
         while True:
+            self._save(x)
             if self.n_iter >= max_iter:
                 return x, "max_iter"
-            x, seen, stop = self._lbfgs(x, width, max_iter - self.n_iter)
+            x, seen, stop = self._lbfgs(x, self.width, max_iter - self.n_iter)
             self._renew(x, grow=True)
-            value = self.loss.evaluate(self.embed(x), width).value
+            value = self.loss.evaluate(self.embed(x), self.width).value
             if self.n_iter >= max_iter:
                 return x, "max_iter"
             if stop != "drift" and value <= seen + 1e-12 * abs(seen):  # no triplet outside the set was active
                 return x, stop
+
+    def _save(self, x: np.ndarray) -> None:
+        """At a restart point, when due: what the rest of the run follows from."""
+        if not self.checkpoint.due():
+            return
+        best = None if self.best is None else {"x": self.best[0], "evaluation": asdict(self.best[1]),
+                                               "width": self.best[2]}
+        self.checkpoint.save({
+            "x": x, "pairs": (self.loss.ws.owner, self.loss.ws.impostors), "width": self.width, "best": best,
+            "stages": [asdict(stage) for stage in self.stages], "timings": dict(self.timings),
+            "counters": (self.n_iter, self.n_searches, self.n_evaluations),
+            "elapsed": time.perf_counter() - self.start})
+
+    def _restore(self, state: dict) -> tuple[np.ndarray, WorkingSet]:
+        """Take the state ``_save`` wrote; ``(x, working set)`` to resume the stage with."""
+        best = state["best"]
+        self.best = None if best is None else (best["x"], EmbeddingEvaluation(**best["evaluation"]), best["width"])
+        self.width, self.timings = state["width"], state["timings"]
+        self.stages = [LowRankStage(**stage) for stage in state["stages"]]
+        self.n_iter, self.n_searches, self.n_evaluations = state["counters"]
+        self.start = time.perf_counter() - state["elapsed"]
+        return state["x"], WorkingSet.from_pairs(*state["pairs"], self.problem.n_samples)
 
     def _lbfgs(self, x: np.ndarray, width: float, budget: int):
         """L-BFGS on the current working set; ``(x, value seen at x, why it stopped)``. It
@@ -322,11 +384,18 @@ class _Run:
 
     def _result(self, x, ev: EmbeddingEvaluation, width, hinge, status, message) -> LMCAResult:
         self.timings["total"] = time.perf_counter() - self.start
-        return LMCAResult(components=x, embedding=self.embed(x), objective=ev.objective,
-                          value=ev.value, hinge=hinge, width=width, status=status, message=message,
-                          n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.n_searches,
-                          n_evaluations=self.n_evaluations, n_active=ev.n_active,
-                          stages=list(self.stages), timings=dict(self.timings))
+        result = LMCAResult(components=x, embedding=self.embed(x), objective=ev.objective,
+                            value=ev.value, hinge=hinge, width=width, status=status, message=message,
+                            n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.n_searches,
+                            n_evaluations=self.n_evaluations, n_active=ev.n_active,
+                            stages=list(self.stages), timings=dict(self.timings))
+        self.checkpoint.save({"result": asdict(result)})
+        return result
+
+
+def _result_from(state: dict) -> LMCAResult:
+    """The ``LMCAResult`` that ``_Run._result`` saved."""
+    return LMCAResult(**{**state, "stages": [LowRankStage(**stage) for stage in state["stages"]]})
 
 
 def _centred(Z: np.ndarray) -> np.ndarray:

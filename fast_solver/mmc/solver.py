@@ -19,6 +19,7 @@ until ``max_iter`` steps are spent. numpy, scipy and numba only: no cvxpy.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from numbers import Integral
@@ -26,6 +27,7 @@ from numbers import Integral
 import numpy as np
 from tqdm.auto import tqdm
 
+from fast_solver.checkpoint import Checkpoint, fingerprint
 from fast_solver.mmc.compiled import gradient_rows, xing_sums
 from fast_solver.mmc.xing import XingSums, projected_newton
 from lmnn_sdp.certificates.certified import CertifiedMMCResult
@@ -33,7 +35,7 @@ from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.pairs import implicit_layout
 from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
-from lmnn_sdp.mmc.refine import Gradient, ascend, metric_of, start_point
+from lmnn_sdp.mmc.refine import Ascent, Gradient, ascend, metric_of, start_point
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 ANDERSON_MEMORY = 5
@@ -99,7 +101,7 @@ class FastMMCResult(CertifiedMMCResult):
 
 
 def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: int = 2000,
-                   progress: bool = False) -> FastMMCResult:
+                   progress: bool = False, checkpoint=None, checkpoint_interval: float = 60.0) -> FastMMCResult:
     """Solve MMC on all label pairs and certify the answer.
 
     Mahalanobis metric for clustering (Xing, Ng, Jordan & Russell, NIPS 2002;
@@ -124,6 +126,17 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
         Power steps (full) or Newton iterations (diagonal) over all rounds.
     progress : bool, default=False
         Show a tqdm bar with the objective and estimated gap.
+    checkpoint : str or path-like, optional
+        File in which the solve saves its state (``fast_solver.checkpoint``: the point, the
+        round, its target and counters, and the inner method's state: Anderson's history for
+        the full metric) at the top of a step, at most every ``checkpoint_interval`` seconds,
+        and its final state at the end. The same call with the same path resumes from the
+        state saved last and ends with the same metric, certificate and ``n_iter`` as an
+        uninterrupted solve, bit for bit; when the file holds a finished solve it returns
+        its result after computing its certificate again, without a step. A file written for
+        other inputs or options, or damaged, raises ``CheckpointError``.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every step.
 
     Returns
     -------
@@ -135,6 +148,8 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     ------
     ValueError, TypeError
         Bad inputs (``lmnn_sdp.mmc.problem.mmc_problem``), or an unbounded problem.
+    CheckpointError
+        If ``checkpoint`` is damaged or was written by another fit.
 
     Examples
     --------
@@ -155,33 +170,61 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     start = time.perf_counter()
     tol, max_iter = check_tol(tol), _check_max_iter(max_iter)
     problem = mmc_problem(X, y, diagonal=diagonal, implicit=True)
+    checkpoint = Checkpoint(checkpoint, kind="mmc", interval=checkpoint_interval,
+                            fingerprint="" if checkpoint is None else fingerprint(
+                                problem.X, problem.y, diagonal=diagonal, tol=tol, max_iter=max_iter))
     whitening = whiten(problem)
     space = _WhitenedPairs.of(problem, whitening)
     timings = {"whiten": time.perf_counter() - start, "solve": 0.0, "certify": 0.0}
-    point = np.full(space.rank, 0.5 / space.rank) if diagonal else np.eye(space.rank) / space.rank
-    target, n_iter, rounds = FIRST_TARGET * tol, 0, 0
-    with tqdm(total=max_iter, disable=not progress, desc="MMC") as bar:
-        while True:
+    state = checkpoint.load() or {
+        "point": np.full(space.rank, 0.5 / space.rank) if diagonal else np.eye(space.rank) / space.rank,
+        "target": FIRST_TARGET * tol, "n_iter": 0, "rounds": 0, "gap": np.inf, "status": None, "inner": None}
+
+    def certify(point: np.ndarray) -> MMCCertificate:
+        tick = time.perf_counter()
+        certificate = certify_metric(problem, metric_of(whitening.W, point, diagonal), tol, whitening)
+        timings["certify"] += time.perf_counter() - tick
+        return certificate
+
+    certificate = None
+    with tqdm(total=max_iter, initial=state["n_iter"], disable=not progress, desc="MMC") as bar:
+        while state["status"] is None:
             tick = time.perf_counter()
-            point, steps, gap, stop = space.run(point, target, max_iter - n_iter, bar)
-            n_iter, rounds = n_iter + steps, rounds + 1
-            certified_at = time.perf_counter()
-            certificate = certify_metric(problem, metric_of(whitening.W, point, diagonal), tol,
-                                         whitening)
-            timings["solve"] += certified_at - tick
-            timings["certify"] += time.perf_counter() - certified_at
-            if certificate.certified:
-                status = CONVERGED
-            elif n_iter >= max_iter:
-                status = MAX_ITER
-            elif stop == "stalled" or steps == 0:
-                status = STALLED
-            else:
-                target *= TARGET_STEP
-                continue
-            break
+            point, steps, gap, stop = space.run(state["point"], state["target"], max_iter - state["n_iter"],
+                                                bar, state["inner"], _saver(checkpoint, state))
+            timings["solve"] += time.perf_counter() - tick
+            certificate = certify(point)
+            n_iter = state["n_iter"] + steps
+            state = {**state, "point": point, "n_iter": n_iter, "rounds": state["rounds"] + 1, "gap": gap,
+                     "inner": None, "status": _round_status(certificate, n_iter, max_iter, stop, steps)}
+            if state["status"] is None:
+                state["target"] *= TARGET_STEP
+    if certificate is None:  # a finished solve read from its checkpoint
+        certificate = certify(state["point"])
+    else:
+        checkpoint.save(state)
     timings["total"] = time.perf_counter() - start
-    return FastMMCResult(certificate, status, _MESSAGES[status], n_iter, rounds, gap, timings)
+    return FastMMCResult(certificate, state["status"], _MESSAGES[state["status"]], state["n_iter"],
+                         state["rounds"], state["gap"], timings)
+
+
+def _round_status(certificate: MMCCertificate, n_iter: int, max_iter: int, stop: str, steps: int) -> str | None:
+    """How the solve ends after a round, or None when a round with a smaller target follows."""
+    if certificate.certified:
+        return CONVERGED
+    if n_iter >= max_iter:
+        return MAX_ITER
+    if stop == "stalled" or steps == 0:
+        return STALLED
+    return None
+
+
+def _saver(checkpoint: Checkpoint, state: dict):
+    """``save(inner)`` for ``_WhitenedPairs.run``: the round's ``state`` with the inner method's, when due."""
+    def save(inner: dict) -> None:
+        if checkpoint.due():
+            checkpoint.save({**state, "inner": inner})
+    return save
 
 
 @dataclass(frozen=True)
@@ -205,18 +248,24 @@ class _WhitenedPairs:
     def rank(self) -> int:
         return self.ZT.shape[0]
 
-    def run(self, point: np.ndarray, target: float, budget: int, bar) -> tuple:
-        """One round of the inner method from ``point``: ``(point, steps, gap, stop)``, the
-        stop as in ``fast_solver.mmc.xing.NewtonRun``."""
+    def run(self, point: np.ndarray, target: float, budget: int, bar, resume: dict | None = None,
+            save=None) -> tuple:
+        """One round of the inner method from ``point``, or from ``resume``, a state that
+        ``save`` was given in this round: ``(point, steps, gap, stop)``, the stop as in
+        ``fast_solver.mmc.xing.NewtonRun``. ``save(inner)`` is called at the top of every step
+        with the inner method's state, a tree of arrays and numbers."""
         def callback(step, value, gap):
             bar.update(1 if step else 0)
             bar.set_postfix(f=f"{value:.10g}", gap=f"{gap:.2e}", refresh=False)
 
         if self.problem.diagonal:
-            run = projected_newton(self.xing, point, target, budget, callback)
+            iteration, b = (0, point) if resume is None else (resume["iteration"], resume["b"])
+            run = projected_newton(self.xing, b, target, budget, callback, iteration,
+                                   None if save is None else lambda i, b: save({"iteration": i, "b": b}))
             return run.b, run.iterations, run.gap, run.stop
-        run = ascend(self.gradient, start_point(point, False), False, target, budget,
-                     ANDERSON_MEMORY, callback)
+        run = ascend(self.gradient, start_point(point, False), False, target, budget, ANDERSON_MEMORY,
+                     callback, None if resume is None else _ascent_from(resume),
+                     None if save is None else lambda ascent: save(_ascent_state(ascent)))
         stop = "target" if run.gap <= target else "stalled" if run.steps < budget else "max_iter"
         return run.B, run.steps, run.gap, stop
 
@@ -242,6 +291,20 @@ class _WhitenedPairs:
             H[rows, cols] = packed.sum(axis=0)
             H[cols, rows] = H[rows, cols]
         return XingSums(float(values.sum()), gradients.sum(axis=0), H, collapsed.sum(axis=0))
+
+
+def _ascent_state(ascent: Ascent) -> dict:
+    """An ``Ascent`` as a checkpoint's tree (its ``Gradient`` as a dict)."""
+    peak = None if ascent.peak is None else (ascent.peak[0], dataclasses.asdict(ascent.peak[1]))
+    return {"step": ascent.step, "B": ascent.B, "value": ascent.value, "progress": ascent.progress,
+            "best": ascent.best, "peak": peak, "history": list(ascent.history)}
+
+
+def _ascent_from(state: dict) -> Ascent:
+    """The ``Ascent`` that ``_ascent_state`` wrote."""
+    peak = None if state["peak"] is None else (state["peak"][0], Gradient(**state["peak"][1]))
+    return Ascent(state["step"], state["B"], state["value"], state["progress"], state["best"], peak,
+                  list(state["history"]))
 
 
 def _check_max_iter(max_iter) -> int:

@@ -62,11 +62,17 @@ class NewtonRun:
 
 
 def projected_newton(sums: Callable[[np.ndarray, bool], XingSums], b: np.ndarray,
-                     target: float, max_iter: int, callback: Callable | None = None) -> NewtonRun:
+                     target: float, max_iter: int, callback: Callable | None = None,
+                     start: int = 0, save: Callable[[int, np.ndarray], None] | None = None) -> NewtonRun:
     """Minimise ``phi`` from ``b`` (r,) >= 0 (module docstring); ``sums(b, hessian)`` is one
-    pass over the pairs, ``callback(iteration, f, gap)`` follows every iteration."""
-    at = sums(b, True)
-    for iteration in range(max_iter + 1):
+    pass over the pairs, ``callback(iteration, f, gap)`` follows every iteration. The method
+    carries nothing but ``b`` from one iteration to the next: ``save(iteration, b)`` is called
+    at the top of every iteration, and ``projected_newton(sums, b, ..., start=iteration)``
+    continues from there exactly as the loop would have."""
+    for iteration in range(start, max_iter + 1):
+        if save is not None:
+            save(iteration, b)
+        at = sums(b, True)
         gap = estimated_gap(b, at)
         if callback is not None:
             callback(iteration, at.value, gap)
@@ -85,7 +91,6 @@ def projected_newton(sums: Callable[[np.ndarray, bool], XingSums], b: np.ndarray
         if step is None:
             return NewtonRun(b, iteration, gap, "stalled")
         b = step
-        at = sums(b, True)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

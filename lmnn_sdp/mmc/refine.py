@@ -43,7 +43,7 @@ Design note: docs/design/mmc.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -97,27 +97,48 @@ def refine(Uw: np.ndarray, start: np.ndarray, diagonal: bool, target: float) -> 
 
 def ascend(gradient: Callable[[np.ndarray], Gradient], start: np.ndarray, diagonal: bool,
            target: float, max_steps: int = MAX_STEPS, memory: int = 0,
-           callback: Callable | None = None) -> Refinement:
+           callback: Callable | None = None, resume: Ascent | None = None,
+           save: Callable[[Ascent], None] | None = None) -> Refinement:
     """``refine``'s loop on the oracle ``gradient(B) -> Gradient``, with Anderson
     extrapolation over ``memory`` steps when ``memory >= 2`` (module docstring);
-    ``callback(step, value, gap)`` after every step."""
-    B, value, progress = start, -np.inf, 0
-    best, history = None, []
-    for step in range(max_steps + 1):
-        at = gradient(B)
+    ``callback(step, value, gap)`` after every step. ``save(ascent)`` is called at the top
+    of every step with the loop's whole state (an ``Ascent``, updated in place as the loop
+    goes on); ``ascend(..., resume=ascent)`` continues from it exactly as the loop would have."""
+    s = Ascent(0, start) if resume is None else resume
+    while True:
+        if save is not None:
+            save(s)
+        at = gradient(s.B)
         gap = _estimated_gap(at, diagonal)
         if callback is not None:
-            callback(step, at.value, gap)
-        if best is None or gap < best[1]:
-            best, progress = (B, gap), step
-        if at.value > value:
-            value, progress, peak = at.value, step, (B, at)
-        elif memory >= 2 and at.value < value * (1 - 1e-12):
-            history, B, at = [], *peak  # extrapolation lost ground: restart from the peak
-        if gap <= target or step - progress >= STALL:
-            break
-        B = _next_point(history, B, _power_step(at.G, B, diagonal), diagonal, memory)
-    return Refinement(best[0], step, best[1])
+            callback(s.step, at.value, gap)
+        if s.best is None or gap < s.best[1]:
+            s.best, s.progress = (s.B, gap), s.step
+        if at.value > s.value:
+            s.value, s.progress, s.peak = at.value, s.step, (s.B, at)
+        elif memory >= 2 and at.value < s.value * (1 - 1e-12):
+            s.history, (s.B, at) = [], s.peak  # extrapolation lost ground: restart from the peak
+        if gap <= target or s.step - s.progress >= STALL or s.step >= max_steps:
+            return Refinement(s.best[0], s.step, s.best[1])
+        s.B = _next_point(s.history, s.B, _power_step(at.G, s.B, diagonal), diagonal, memory)
+        s.step += 1
+
+
+@dataclass
+class Ascent:
+    """What ``ascend`` carries from one step to the next: from it the loop continues exactly.
+
+    ``B`` is the point of step ``step``; ``value`` the highest objective seen, at ``peak``
+    ``(B, Gradient)``; ``best`` the ``(B, gap)`` of the smallest estimated gap; ``progress``
+    the last step that improved either; ``history`` Anderson's raveled ``(B_i, T(B_i))`` pairs."""
+
+    step: int
+    B: np.ndarray
+    value: float = -np.inf
+    progress: int = 0
+    best: tuple | None = None
+    peak: tuple | None = None
+    history: list = field(default_factory=list)
 
 
 def explicit_gradient(Uw: np.ndarray, B: np.ndarray, diagonal: bool) -> Gradient:
