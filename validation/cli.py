@@ -431,6 +431,12 @@ def add_experiments_parser(subparsers) -> None:
                               "--quick), .md and .csv with the command, code version and machine; "
                               "--export docs/results is the committed one, which the README's "
                               "Table 1 is generated from (python -m validation.table1)")
+    command.add_argument("--checkpoints", type=Path, metavar="DIR",
+                         help="folder of the fits' checkpoints, from which a task run again resumes its "
+                              "fit (default: RESULTS/checkpoints; on a cluster of several machines a "
+                              "folder every worker reaches)")
+    command.add_argument("--checkpoint-interval", type=float, default=60.0, metavar="SECONDS",
+                         help="seconds between a fit's checkpoints (default %(default)s)")
     command.add_argument("--no-figures", action="store_true",
                          help="tables and bar chart only: skip the fits of the illustrative figures")
     command.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -448,13 +454,16 @@ def run_experiments(args: argparse.Namespace) -> int:
 
     if (args.splits is not None and args.splits < 1) or args.workers < 1:
         args.error("--splits and --workers must be at least 1")
+    if not args.checkpoint_interval >= 0:
+        args.error("--checkpoint-interval must be a number of seconds >= 0")
     try:
         with _interrupted_once():
             outcome = session.experiments(
                 args.datasets, args.methods, splits=args.splits, quick=args.quick,
                 scheduler=args.scheduler, workers=args.workers, results=args.results,
                 report_dir=args.report, progress=not args.no_progress,
-                make_figures=not args.no_figures, export=args.export)
+                make_figures=not args.no_figures, export=args.export,
+                checkpoints=args.checkpoints, checkpoint_interval=args.checkpoint_interval)
     except (session.Interrupted, KeyboardInterrupt) as stop:
         print(f"{stop or 'interrupted before the run started'}; resume with: {args.command_line}",
               file=sys.stderr)

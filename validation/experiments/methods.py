@@ -1,10 +1,14 @@
 """The methods of Table 1, by name: what each fits and how it classifies.
 
-A method's ``fit(X, y, params)`` returns a ``Fitted``: a ``transform`` (3-NN with
+A method's ``fit(X, y, params, checkpoint)`` returns a ``Fitted``: a ``transform`` (3-NN with
 Euclidean distances after it), ``neighbours`` (its own nearest-neighbour search, as
 multi-metric LMNN's eq. 16 distances) or a ``predict`` (a classifier: energy, SVM), and
 statistics (certified gap, active triplets, iterations where the method has them). The
 protocol (``validation.experiments.task``) measures the fit time and the errors.
+``checkpoint`` (None, or the options ``{"checkpoint": PATH, "checkpoint_interval": SECONDS}``)
+goes to the iterative fit inside the method (``with_checkpoint``; for a peer, the fast solver
+of its lower bound), which saves its state there and resumes from it when the task runs
+again (``fast_solver.checkpoint``).
 
 ``params`` is the method's ``params`` with ``tol`` set to the data set's (Table 1's
 data sets: 1e-6; Fashion-MNIST 1e-4) and is part of the stored task key. ``gate`` names
@@ -68,7 +72,7 @@ class Fitted:
 class Method:
     """A registered method (module docstring)."""
 
-    fit: Callable[[np.ndarray, np.ndarray, dict], Fitted]
+    fit: Callable[[np.ndarray, np.ndarray, dict, dict | None], Fitted]
     params: dict = field(default_factory=dict)
     gate: tuple[str, ...] = ()
     inputs: str = "reduced"
@@ -78,16 +82,16 @@ class Method:
 def transformer(make: Callable, gate: tuple[str, ...] = (), description: str = "", **params) -> Method:
     """A method from a scikit-learn transformer: ``make(**params).fit(X, y)``, then 3-NN
     after its ``transform``. A pipeline's statistics are its last step's."""
-    def fit(X, y, params):
-        estimator = make(**params).fit(X, y)
+    def fit(X, y, params, checkpoint=None):
+        estimator = with_checkpoint(make(**params), checkpoint).fit(X, y)
         return Fitted(estimator_stats(estimator), transform=estimator.transform)
     return Method(fit, params, gate, description=description)
 
 
 def classifier(make: Callable, gate: tuple[str, ...] = (), description: str = "", **params) -> Method:
     """A method from a scikit-learn classifier: ``make(**params).fit(X, y).predict``."""
-    def fit(X, y, params):
-        estimator = make(**params).fit(X, y)
+    def fit(X, y, params, checkpoint=None):
+        estimator = with_checkpoint(make(**params), checkpoint).fit(X, y)
         return Fitted(estimator_stats(estimator), predict=estimator.predict)
     return Method(fit, params, gate, description=description)
 
@@ -131,31 +135,48 @@ def local_stats(estimator) -> dict:
 def local_transformer(make: Callable, description: str = "", **params) -> Method:
     """A transformer without a certified optimum (``local_stats``). A ``max_components``
     parameter is passed as ``n_components = min(d, max_components)`` (``d`` when None)."""
-    def fit(X, y, params):
+    def fit(X, y, params, checkpoint=None):
         params = dict(params)
         if "max_components" in params:
             cap, d = params.pop("max_components"), np.shape(X)[1]
             params["n_components"] = d if cap is None else min(d, cap)
-        estimator = make(**params).fit(X, y)
+        estimator = with_checkpoint(make(**params), checkpoint).fit(X, y)
         return Fitted(local_stats(estimator), transform=estimator.transform)
     return Method(fit, params, description=description)
 
 
-def identity_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
+def with_checkpoint(estimator, checkpoint):
+    """``estimator`` with the ``checkpoint`` options (module docstring; None leaves it as it is)
+    given to the one estimator within it that takes them (its ``checkpoint`` parameter, or a
+    pipeline step's or wrapped estimator's ``..__checkpoint``); unchanged when none does
+    (closed-form methods)."""
+    if checkpoint is None:
+        return estimator
+    names = [name for name in estimator.get_params() if name.split("__")[-1] == "checkpoint"]
+    if len(names) > 1:
+        raise ValueError(f"{type(estimator).__name__} holds {len(names)} checkpointed fits ({names}); "
+                         "a task has one checkpoint.")
+    if not names:
+        return estimator
+    prefix = names[0][: -len("checkpoint")]
+    return estimator.set_params(**{prefix + option: value for option, value in checkpoint.items()})
+
+
+def identity_fit(X: np.ndarray, y: np.ndarray, params: dict, checkpoint=None) -> Fitted:
     """No learning: 3-NN on the inputs as they are."""
     return Fitted({}, transform=np.asarray)
 
 
-def mmc_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
+def mmc_fit(X: np.ndarray, y: np.ndarray, params: dict, checkpoint=None) -> Fitted:
     """MMC (Xing et al. 2002), full metric, on all label pairs (``solve_mmc_fast``)."""
-    result = fast_solver.solve_mmc_fast(X, y, tol=params["tol"])
+    result = fast_solver.solve_mmc_fast(X, y, tol=params["tol"], **(checkpoint or {}))
     L = psd_factor(result.metric)
     return Fitted(certified_stats(result), transform=lambda Z: np.asarray(Z) @ L.T)
 
 
-def multi_metric_fit(X: np.ndarray, y: np.ndarray, params: dict) -> Fitted:
+def multi_metric_fit(X: np.ndarray, y: np.ndarray, params: dict, checkpoint=None) -> Fitted:
     """Multi-metric LMNN (sec. 5.2), one metric per class; 3-NN under eq. 16's distances."""
-    model = fast_solver.MultiMetricLMNN(**params).fit(X, y)
+    model = with_checkpoint(fast_solver.MultiMetricLMNN(**params), checkpoint).fit(X, y)
     return Fitted(certified_stats(model.result_),
                   neighbours=eq16_neighbours(X, model.metrics_, model.clusters_))
 
@@ -177,12 +198,12 @@ def peer_fit(fit_metric: Callable[[LMNNProblem], np.ndarray]) -> Callable[[np.nd
     """A peer library's metric (``fit_metric(problem) -> M`` (d, d), e.g. ``validation.peers.PEERS``),
     scored by eq. 14 with our targets against the certified lower bound of
     ``fast_solver.solve`` on the same problem. ``peers.PeerMissing`` when it is not installed."""
-    def fit(X, y, params):
+    def fit(X, y, params, checkpoint=None):
         problem = LMNNProblem(X, y, k=params["k"], mu=params["mu"])
         M = fit_metric(problem)
         M = (M + M.T) / 2
         objective = problem.objective(M)
-        bound = fast_solver.solve(problem, tol=params["tol"])
+        bound = fast_solver.solve(problem, tol=params["tol"], **(checkpoint or {}))
         stats = {"objective": objective, "lower_bound": bound.lower,
                  "certified_gap": (objective - bound.lower) / objective,
                  "active_triplets": len(problem.active_triplets(M))}

@@ -117,17 +117,19 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def run(tasks: list[Task], store: ResultStore, client: Client, progress: bool = True,
-        gate_max_n: int | None = None) -> Counter:
+        gate_max_n: int | None = None, checkpoints: dict | None = None) -> Counter:
     """Run the unfinished ``tasks`` (module docstring); returns how many ended ``ok``,
     ``failed``, ``skipped``, ``refused``, were already ``finished`` in the store, and were
     finished meanwhile by another run (``another_run``; a task another run recorded with
     another status counts under that status). Gates run on the built-in instances of at
-    most ``gate_max_n`` points (default: all of them)."""
+    most ``gate_max_n`` points (default: all of them). ``checkpoints``: the keyword arguments
+    of ``run_task`` for the fits' checkpoints (``{"checkpoints": FOLDER, "checkpoint_interval":
+    SECONDS}``; None: no checkpoints)."""
     run_id = store.start_run()
     try:
         claimed = store.claim((task.key for task in tasks), run_id)
         counts = Counter(finished=len(claimed.done))
-        state = _Run(store, client, gate_max_n, counts, run_id)
+        state = _Run(store, client, gate_max_n, counts, run_id, checkpoints or {})
         with tqdm(total=len(tasks), initial=len(claimed.done), desc="experiments", unit="task",
                   disable=not progress) as bar:
             state.bar = bar
@@ -147,8 +149,9 @@ class _Run:
     and the tasks and gates another run holds."""
 
     def __init__(self, store: ResultStore, client: Client, gate_max_n: int | None, counts: Counter,
-                 run_id: str):
+                 run_id: str, checkpoints: dict):
         self.store, self.client, self.counts, self.run_id = store, client, counts, run_id
+        self.checkpoints = checkpoints
         self.gate_max_n, self.environment = gate_max_n, gate_environment(gate_max_n)
         self.gates: dict[str, GateResult] = {}
         self.gate_futures: dict = {}  # future -> solver
@@ -188,7 +191,7 @@ class _Run:
         if message:
             self._record(task, {"status": "refused", "error": message})
             return
-        future = self.client.submit(run_task, task, key=f"task-{task.name}-{uuid.uuid4().hex}")
+        future = self.client.submit(run_task, task, **self.checkpoints, key=f"task-{task.name}-{uuid.uuid4().hex}")
         self.task_futures[future] = task
         self.futures.add(future)
 

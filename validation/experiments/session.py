@@ -64,12 +64,15 @@ def default_methods(quick: bool = False) -> list[str]:
 def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits: int | None = None,
                 quick: bool = False, scheduler: str | None = None, workers: int = 2,
                 results: Path = DEFAULT_FOLDER, report_dir: Path | None = None,
-                progress: bool = True, make_figures: bool = True, export: Path | None = None) -> Outcome:
+                progress: bool = True, make_figures: bool = True, export: Path | None = None,
+                checkpoints: Path | None = None, checkpoint_interval: float = 60.0) -> Outcome:
     """Run the protocol (module docstring) on ``datasets`` (None: all, or ``QUICK_DATASETS``
     with ``quick``) and ``methods`` (None: all, or all but ``QUICK_SKIPS`` with ``quick``);
     ``results`` is the folder of the store (``results.sqlite``),
     ``report_dir`` that of the tables and plots (default ``results/report``), ``export`` that
-    of the exported record (none by default). Raises ``Interrupted`` on Ctrl-C."""
+    of the exported record (none by default), ``checkpoints`` that of the fits' checkpoints
+    (default ``results/checkpoints``; on a cluster of several machines a folder every worker
+    reaches), saved every ``checkpoint_interval`` seconds. Raises ``Interrupted`` on Ctrl-C."""
     if datasets is None:
         datasets = list(QUICK_DATASETS if quick else DATASETS)
     if methods is None:
@@ -82,7 +85,9 @@ def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits
     path = Path(results) / "results.sqlite"
     try:
         with ResultStore(path) as store, runner.dask_client(scheduler, workers) as client:
-            counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None)
+            saving = {"checkpoints": str(Path(checkpoints or Path(results) / "checkpoints").absolute()),
+                      "checkpoint_interval": checkpoint_interval}
+            counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None, saving)
             rows = store.rows(task.key for task in tasks)
             outcome = Outcome(counts, report.write_tables(rows, report_dir), skipped)
             lines = [line for line in report.summarise(rows) if line["splits"]]

@@ -4,11 +4,16 @@
 arrays), fits the method on the training part, and measures the fit time, the 3-NN test
 error (or the classifier's) and the training error by leave-one-out. It never raises: a
 failure becomes a row with status "failed" and the traceback, a peer that is not
-installed a row with status "skipped" and the reason.
+installed a row with status "skipped" and the reason. With a folder of ``checkpoints``, the
+method's iterative fit saves its state in ``checkpoint_path(task, folder)`` every
+``checkpoint_interval`` seconds and a task run again (its worker or the client killed) resumes the fit from there; the file is removed once
+the row is made, and ``stats["resumed"]`` says that the fit resumed (``fit_seconds`` then
+counts this run's part only).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -16,6 +21,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -72,8 +78,16 @@ def plan(datasets: list[str], methods: list[str], splits: int | None = None,
     return tasks
 
 
-def run_task(task: Task) -> dict:
-    """Fit and score one task; the row for ``ResultStore.record`` (module docstring)."""
+def checkpoint_path(task: Task, folder) -> Path:
+    """The checkpoint file of ``task`` in ``folder``: named by a digest of its store key, so a
+    changed parameter or code version never resumes another task's fit."""
+    digest = hashlib.sha256(json.dumps(list(task.key)).encode()).hexdigest()[:24]
+    return Path(folder) / f"{task.dataset}-{task.split}-{task.method}-{digest}.ckpt"
+
+
+def run_task(task: Task, checkpoints: str | None = None, checkpoint_interval: float = 60.0) -> dict:
+    """Fit and score one task; the row for ``ResultStore.record`` (module docstring).
+    ``checkpoints``: the folder of the fits' checkpoints (None: no checkpoints)."""
     start = time.perf_counter()
     row = dict(zip(KEY, task.key), versions=package_versions(),
                worker=f"{socket.gethostname()}:{os.getpid()}")
@@ -82,7 +96,10 @@ def run_task(task: Task) -> dict:
         if code_version() != task.code_version:
             raise RuntimeError(f"the worker's code version {code_version()} is not the planner's "
                                f"{task.code_version}: run workers on the same checkout")
-        row.update(_measure(task), status="ok")
+        checkpoint = None if checkpoints is None else checkpoint_path(task, checkpoints)
+        row.update(_measure(task, checkpoint, checkpoint_interval), status="ok")
+        if checkpoint is not None:
+            checkpoint.unlink(missing_ok=True)
     except peers.PeerMissing as missing:
         row.update(status="skipped", error=str(missing))
     except Exception:  # recorded with its traceback; the other tasks go on
@@ -100,7 +117,7 @@ def limit_numba_threads() -> None:
         numba.set_num_threads(max(1, min(int(share), numba.config.NUMBA_NUM_THREADS)))
 
 
-def _measure(task: Task) -> dict:
+def _measure(task: Task, checkpoint: Path | None, interval: float) -> dict:
     params = json.loads(task.params)
     split = load_split(task.dataset, task.split, params["data"]["max_rows"])
     chosen = method(task.method)
@@ -109,12 +126,14 @@ def _measure(task: Task) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tick = time.perf_counter()
-        fitted = chosen.fit(X_train, split.y_train, params["method"])
+        resumed = checkpoint is not None and checkpoint.exists()
+        options = None if checkpoint is None else {"checkpoint": str(checkpoint), "checkpoint_interval": interval}
+        fitted = chosen.fit(X_train, split.y_train, params["method"], options)
         fit_seconds = time.perf_counter() - tick
         tick = time.perf_counter()
         test_error, loo_error = evaluate(fitted, X_train, split.y_train, X_test, split.y_test, K)
         eval_seconds = time.perf_counter() - tick
-    stats = dict(fitted.stats)
+    stats = dict(fitted.stats, **({"resumed": True} if resumed else {}))
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     if messages:
         stats["warnings"] = messages[:MAX_WARNINGS]

@@ -79,7 +79,7 @@ def test_a_passing_gate_lets_the_solver_run(client, fake_crosscheck, tmp_path):
 
 
 def test_a_failing_task_is_recorded_and_the_rest_go_on(client, monkeypatch, tmp_path):
-    def broken(X, y, params):
+    def broken(X, y, params, checkpoint=None):
         raise FloatingPointError("no luck on this split")
 
     monkeypatch.setitem(methods.METHODS, "lda", Method(broken))

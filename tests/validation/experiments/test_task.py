@@ -67,7 +67,7 @@ def test_lmnn_task_records_its_certificate_and_active_triplets():
 
 
 def test_a_failing_method_is_recorded_with_its_traceback(monkeypatch):
-    def broken(X, y, params):
+    def broken(X, y, params, checkpoint=None):
         raise ArithmeticError("the method broke")
 
     monkeypatch.setitem(methods.METHODS, "euclidean", Method(broken, inputs="raw"))
@@ -164,3 +164,45 @@ def test_sklearn_nca_peer_is_scored_by_eq14_against_the_certified_bound():
     stats = row["stats"]
     assert stats["lower_bound"] <= stats["objective"]
     assert stats["certified_gap"] == pytest.approx((stats["objective"] - stats["lower_bound"]) / stats["objective"])
+
+
+@pytest.mark.parametrize("name", ["nca", "mmc"])
+def test_a_task_killed_mid_fit_resumes_from_its_checkpoint_and_removes_it(tmp_path, kill_during, name):
+    [task_] = plan(["wine"], [name], splits=1)
+    uninterrupted = run_task(task_)
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    path = task.checkpoint_path(task_, folder)
+    kill_during(run_task, task_, str(folder), 0.0, checkpoint=path, after=0.05)
+    assert path.exists()  # the fit's state, or its final state when it ended before the kill
+    row = run_task(task_, str(folder), 0.0)
+    assert row["status"] == "ok", row.get("error")
+    assert row["stats"]["resumed"] and "resumed" not in uninterrupted["stats"]
+    assert row["test_error"] == uninterrupted["test_error"]
+    assert row["train_loo_error"] == uninterrupted["train_loo_error"]
+    assert row["stats"]["objective"] == pytest.approx(uninterrupted["stats"]["objective"], rel=1e-9)
+    assert not path.exists()
+
+
+def test_the_checkpoint_of_a_task_is_named_by_its_key(tmp_path):
+    a, b = plan(["iris"], ["nca", "mlng"], splits=1)
+    other_code = task.Task(*a.key[:4], "0" * 16)
+    paths = {task.checkpoint_path(t, tmp_path) for t in (a, b, other_code)}
+    assert len(paths) == 3 and all(p.parent == tmp_path and p.suffix == ".ckpt" for p in paths)
+    assert task.checkpoint_path(a, tmp_path) == task.checkpoint_path(task.Task(*a.key), tmp_path)
+
+
+def test_with_checkpoint_reaches_the_one_checkpointed_fit_inside_a_method():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import fast_solver
+
+    options = {"checkpoint": "f.ckpt", "checkpoint_interval": 5.0}
+    nca = methods.with_checkpoint(fast_solver.NCA(), options)
+    assert (nca.checkpoint, nca.checkpoint_interval) == ("f.ckpt", 5.0)
+    piped = methods.with_checkpoint(make_pipeline(StandardScaler(), fast_solver.NCA()), options)
+    assert piped[-1].checkpoint == "f.ckpt" and piped[-1].checkpoint_interval == 5.0
+    scaler = methods.with_checkpoint(StandardScaler(), options)  # closed form: nothing to save
+    assert "checkpoint" not in scaler.get_params()
+    assert methods.with_checkpoint(fast_solver.NCA(), None).checkpoint is None
