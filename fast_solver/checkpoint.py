@@ -11,7 +11,8 @@ The file is a header line ``lmnn-sdp checkpoint <format> <sha256>`` followed by 
 archive (no pickle) of the state's arrays and of a JSON record (the kind of fit, the
 fingerprint of its inputs and options, the writer and the state's other values). The digest
 covers everything after the header, so a truncated or edited file is refused; so is the
-checkpoint of another kind of fit or of other inputs or options (``fingerprint``). Writes go
+checkpoint of another release, of another kind of fit or of other inputs or options
+(``fingerprint``). Writes go
 to a temporary file in the same folder, flushed to disk, then renamed over the old one: a
 process killed at any moment leaves the previous checkpoint or the new one, never a mix.
 """
@@ -141,7 +142,8 @@ class Checkpoint:
         ------
         CheckpointError
             If the file is not a checkpoint, is truncated or edited, is of a newer format,
-            or was written by another kind of fit or for other inputs or options.
+            was written by another release, or by another kind of fit or for other inputs or
+            options.
         """
         if not self.enabled or not self.path.exists():
             return None
@@ -162,6 +164,9 @@ class Checkpoint:
         with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         record = json.loads(arrays.pop(_META).tobytes().decode())
+        if record["written_by"] != writer():
+            raise CheckpointError(f"{self.path} was written by {record['written_by']}, not by this release "
+                                  f"({writer()}), whose fits may take other steps; delete it to start afresh.")
         if record["kind"] != self.kind:
             raise CheckpointError(f"{self.path} is the checkpoint of a {record['kind']!r} fit, not of "
                                   f"this {self.kind!r} fit; give another path.")

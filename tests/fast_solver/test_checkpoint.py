@@ -115,3 +115,12 @@ def test_a_process_killed_while_saving_leaves_a_whole_checkpoint(tmp_path, kill_
         assert kill_during(_sleep_and_save, path, 0.0, checkpoint=path, after=after)
         state = Checkpoint(path, kind="demo", fingerprint="f").load()
         assert np.all(state["payload"] == state["stage"])
+
+
+def test_a_checkpoint_of_another_release_is_refused(tmp_path, monkeypatch):
+    import fast_solver.checkpoint as module
+
+    _checkpoint(tmp_path).save(STATE)
+    monkeypatch.setattr(module, "writer", lambda: "lmnn-sdp 9.9")
+    with pytest.raises(CheckpointError, match="not by this release"):
+        _checkpoint(tmp_path).load()
