@@ -31,7 +31,7 @@ import numpy as np
 
 from lmnn_sdp.certificates.storage import writer
 
-__all__ = ["Checkpoint", "CheckpointError", "fingerprint"]
+__all__ = ["Checkpoint", "CheckpointError", "as_checkpoint", "fingerprint"]
 
 MAGIC = b"lmnn-sdp checkpoint"
 FORMAT_VERSION = 1
@@ -109,6 +109,8 @@ class Checkpoint:
         self.path = None if path is None else Path(path)
         self.kind, self.fingerprint, self.interval = kind, fingerprint, float(interval)
         self._last = time.monotonic()
+        self._state: dict | None = None  # the state saved or loaded last, for ``section``
+        self._known = False  # whether ``_state`` is the file's
 
     @property
     def enabled(self) -> bool:
@@ -134,6 +136,7 @@ class Checkpoint:
         header = b"%s %d %s\n" % (MAGIC, FORMAT_VERSION, hashlib.sha256(payload).hexdigest().encode())
         _write_atomically(self.path, header + payload)
         self._last = time.monotonic()
+        self._state, self._known = state, True
 
     def load(self) -> dict | None:
         """The state saved last, or None when there is no file (or the checkpoint is inert).
@@ -173,10 +176,88 @@ class Checkpoint:
         if record["fingerprint"] != self.fingerprint:
             raise CheckpointError(f"{self.path} was written by a {self.kind!r} fit of other inputs or "
                                   "options; give another path, or delete it to start afresh.")
-        return _decode(record["state"], arrays)
+        self._state, self._known = _decode(record["state"], arrays), True
+        return self._state
+
+    def section(self, name: str) -> Section:
+        """The part of this file that holds one step of a fit made of steps (``Section``)."""
+        return Section(self, name)
+
+    def _tree(self) -> dict | None:
+        """The state saved or loaded last (the file is read once)."""
+        return self._state if self._known else self.load()
 
     def __repr__(self) -> str:
         return f"Checkpoint({str(self.path) if self.enabled else None!r}, kind={self.kind!r}, interval={self.interval})"
+
+
+class Section:
+    """One step of a fit made of steps, e.g. one pass of multi-pass LMNN: its state is stored
+    under ``name`` in the state of ``parent`` (a ``Checkpoint`` or a ``Section``), beside the
+    other steps', in the same file. It has the interface of ``Checkpoint`` (``enabled``,
+    ``due``, ``load``, ``save``, ``section``); kind and fingerprint are checked by the file's.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> path = tempfile.mkdtemp() + "/fit.ckpt"
+    >>> ckpt = Checkpoint(path, kind="demo", fingerprint="f", interval=0)
+    >>> ckpt.section("pass 1").save({"x": 1.0})
+    >>> ckpt.section("pass 2").save({"x": 2.0})
+    >>> again = Checkpoint(path, kind="demo", fingerprint="f")
+    >>> again.section("pass 1").load(), again.section("pass 3").load(), sorted(again.load())
+    ({'x': 1.0}, None, ['pass 1', 'pass 2'])
+    """
+
+    def __init__(self, parent: Checkpoint | Section, name: str):
+        self.parent, self.name = parent, name
+        self.path, self.kind, self.fingerprint = parent.path, parent.kind, parent.fingerprint
+
+    @property
+    def enabled(self) -> bool:
+        """Whether there is a file (``Checkpoint.enabled``)."""
+        return self.parent.enabled
+
+    def due(self) -> bool:
+        """``Checkpoint.due`` of the file."""
+        return self.parent.due()
+
+    def load(self) -> dict | None:
+        """This step's state saved last, or None (``Checkpoint.load``; the file is read once)."""
+        tree = self.parent._tree()
+        return None if tree is None else tree.get(self.name)
+
+    def save(self, state: dict) -> None:
+        """Write this step's state, the other steps' unchanged (``Checkpoint.save``)."""
+        if self.enabled:
+            self.parent.save({**(self.parent._tree() or {}), self.name: state})
+
+    section = Checkpoint.section
+    _tree = load
+
+    def __repr__(self) -> str:
+        return f"{self.parent!r}.section({self.name!r})"
+
+
+def as_checkpoint(checkpoint, *, kind: str, fingerprint, interval: float = 60.0) -> Checkpoint | Section:
+    """The checkpoint of a fit's ``checkpoint=`` argument: a path (or None) opens
+    ``Checkpoint(path, kind=kind, fingerprint=fingerprint, interval=interval)``; a ``Checkpoint``
+    or ``Section`` (a step of a larger fit, whose file checks kind and fingerprint) is used as is.
+    ``fingerprint`` is a string, or a function that returns it, called only when a path is given
+    (hashing the inputs costs a pass over them).
+
+    Raises
+    ------
+    TypeError
+        If ``checkpoint`` is none of these.
+    """
+    if isinstance(checkpoint, (Checkpoint, Section)):
+        return checkpoint
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path, a Checkpoint or None, got {type(checkpoint).__name__}.")
+    if checkpoint is not None and callable(fingerprint):
+        fingerprint = fingerprint()
+    return Checkpoint(checkpoint, kind=kind, fingerprint=fingerprint, interval=interval)
 
 
 def _encode(value, arrays: dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from numbers import Integral, Real
 
@@ -49,6 +50,13 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         gap, active triplets, seconds).
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``; the solver itself is deterministic.
+    checkpoint : str, path-like or None, default=None
+        File that keeps the fit's state (``solve``'s ``checkpoint``): a fit killed at any
+        point and run again with the same path resumes from the state saved last and ends
+        bit-for-bit as an uninterrupted fit; run again after the end, it returns the same
+        result at once. With ``init="random"``, ``random_state`` must be an int.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Attributes
     ----------
@@ -103,10 +111,12 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-6, init="auto", search="auto",
-                 verbose=0, random_state=None):
+                 verbose=0, random_state=None, checkpoint=None, checkpoint_interval=60.0):
         self.k = k
         self.mu = mu
         self.max_iter = max_iter
@@ -115,6 +125,8 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         self.search = search
         self.verbose = verbose
         self.random_state = random_state
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -137,7 +149,10 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         NonRealInputError
             If ``X`` holds complex numbers, text or dates (a TypeError and a ValueError).
         ValueError
-            If ``y`` has one class, or a class has ``k`` points or fewer.
+            If ``y`` has one class, or a class has ``k`` points or fewer, or ``checkpoint``
+            is given with ``init="random"`` and a ``random_state`` that is not an int.
+        CheckpointError
+            If the ``checkpoint`` file is damaged or of another fit (a ValueError).
 
         Warns
         -----
@@ -155,8 +170,8 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         """
         problem = labelled_problem(self, X, y)
         result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
-                       tol=self.tol, search=self.search,
-                       callback=stage_table() if self.verbose else None)
+                       tol=self.tol, search=self.search, callback=stage_table() if self.verbose else None,
+                       checkpoint=self.checkpoint, checkpoint_interval=self.checkpoint_interval)
         self.components_ = result.components
         self.metric_ = result.metric
         self.objective_ = result.upper
@@ -174,6 +189,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
                 raise ValueError(f"init must have shape ({d}, {d}) to match X, got {self.init.shape}.")
             return self.init
         if self.init == "random":
+            seeded(self, "init='random'")
             A = check_random_state(self.random_state).standard_normal((d, d))
             return A @ A.T / d
         return np.eye(d) if self.init == "identity" else None
@@ -188,6 +204,14 @@ def labelled_problem(estimator: BaseEstimator, X, y) -> LMNNProblem:
         raise ValueError(f"LMNN needs at least two classes, got {n_classes} class; "
                          "impostors are points of another class.")
     return LMNNProblem(X, y, k=estimator.k, mu=estimator.mu)
+
+
+def seeded(estimator: BaseEstimator, what: str) -> None:
+    """Refuse a ``checkpoint`` when ``what`` is drawn with a ``random_state`` that is not an
+    int: a fit run again would draw anew, so its checkpoint would be of other inputs."""
+    if estimator.checkpoint is not None and not isinstance(estimator.random_state, Integral):
+        raise ValueError(f"checkpoint with {what} needs random_state=<int>, got {estimator.random_state!r}: "
+                         "a resumed fit must draw the same start as the fit it resumes.")
 
 
 def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> None:

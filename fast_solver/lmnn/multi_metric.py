@@ -9,6 +9,7 @@ describes the model, so the estimator is a classifier, not a transformer.
 
 from __future__ import annotations
 
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,9 +18,10 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import fitted_inputs
-from fast_solver.lmnn.estimator import labelled_problem, stage_table, warn_unless_converged
+from fast_solver.checkpoint import as_checkpoint
+from fast_solver.lmnn.estimator import labelled_problem, seeded, stage_table, warn_unless_converged
 from fast_solver.lmnn.impostors import SEARCH_METHODS
-from fast_solver.lmnn.solver import solve
+from fast_solver.lmnn.solver import solve, solve_fingerprint
 from lmnn_sdp.core.problem import BLOCK_BYTES
 from lmnn_sdp.core.psd import psd_factor
 
@@ -121,6 +123,13 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         Print one row per continuation stage of the multi-metric solve.
     random_state : int, RandomState instance or None, default=None
         Seeds k-means.
+    checkpoint : str, path-like or None, default=None
+        File that keeps the state of both solves (``solve``'s ``checkpoint``): a fit killed at any point and run again
+        with the same path resumes from the state saved last and ends bit-for-bit as an
+        uninterrupted fit; run again after the end, it returns at once. With ``clusters``
+        an int, ``random_state`` must be an int.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Attributes
     ----------
@@ -174,10 +183,12 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, k=3, mu=0.5, clusters="classes", n_neighbors=3, max_iter=1000, tol=1e-6,
-                 search="auto", verbose=0, random_state=None):
+                 search="auto", verbose=0, random_state=None, checkpoint=None, checkpoint_interval=60.0):
         self.k = k
         self.mu = mu
         self.clusters = clusters
@@ -187,6 +198,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self.search = search
         self.verbose = verbose
         self.random_state = random_state
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -207,8 +220,11 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If ``y`` has one class, a class has ``k`` points or fewer, or k-means
-            finds fewer distinct clusters than ``clusters``.
+            If ``y`` has one class, a class has ``k`` points or fewer, k-means
+            finds fewer distinct clusters than ``clusters``, or ``checkpoint`` is given with
+            ``clusters`` an int and a ``random_state`` that is not an int.
+        CheckpointError
+            If the ``checkpoint`` file is damaged or of another fit (a ValueError).
 
         Warns
         -----
@@ -225,12 +241,18 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         ((2, 4, 4), (30,))
         """
         problem = labelled_problem(self, X, y)
+        if self.clusters != "classes":
+            seeded(self, f"clusters={self.clusters} (k-means)")
         self.classes_ = problem.classes
         self.clusters_, self.kmeans_ = self._clusters(problem)
         options = dict(max_iter=self.max_iter, tol=self.tol, search=self.search)
-        self.global_result_ = solve(problem, **options)
+        checkpoint = as_checkpoint(self.checkpoint, kind="lmnn", interval=self.checkpoint_interval,
+                                   fingerprint=lambda: solve_fingerprint(problem.with_clusters(self.clusters_),
+                                                                         **options))
+        self.global_result_ = solve(problem, **options, checkpoint=checkpoint.section("global"))
         result = solve(problem, self.global_result_.metric, clusters=self.clusters_, **options,
-                       callback=stage_table("MultiMetricLMNN") if self.verbose else None)
+                       callback=stage_table("MultiMetricLMNN") if self.verbose else None,
+                       checkpoint=checkpoint.section("multi"))
         self.metrics_ = result.metric
         self.objective_, self.lower_bound_ = result.upper, result.lower
         self.n_iter_, self.converged_, self.result_ = result.n_iter, result.converged, result

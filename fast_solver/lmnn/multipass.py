@@ -25,6 +25,7 @@ problem vanishes, so there is nothing left to solve.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -37,15 +38,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import LinearMetricTransformer, ProgressTable
+from fast_solver.checkpoint import as_checkpoint
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.lmnn.result import FastLMNNResult
-from fast_solver.lmnn.solver import solve
+from fast_solver.lmnn.solver import solve, solve_fingerprint
 from lmnn_sdp.core.problem import LMNNProblem, nearest_same_class
 from lmnn_sdp.core.psd import psd_factor
 from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 
 STOP_RULES = ("targets", "passes")
+UNFINGERPRINTED = ("progress", "callback")  # options of ``solve`` that do not change the answer
 RANK_RTOL = 1e-12  # eigenvalues of a pass metric at most this of the largest are rounding of 0
 TIE_RTOL = 1e-9  # squared distances this close (relative; or within tol, if larger) are ties
 
@@ -128,7 +131,7 @@ class MultiPassResult(Stopped):
 def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "targets",
                     tol: float = 1e-6,
                     callback: Callable[[int, FastLMNNResult, int | None], None] | None = None,
-                    **options) -> MultiPassResult:
+                    checkpoint=None, checkpoint_interval: float = 60.0, **options) -> MultiPassResult:
     """Run multi-pass LMNN: re-choose the targets under the learned map and solve again.
 
     Implements sec. 5.1 of Weinberger & Saul (JMLR 2009): pass 1 solves eq. 14 on
@@ -151,6 +154,14 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     callback : callable, optional
         Called after every pass with ``(pass number from 1, its FastLMNNResult, points
         whose target set differs from the previous pass's, or None for pass 1)``.
+    checkpoint : str, path-like, Checkpoint, Section or None, default=None
+        File that keeps the passes' states, one ``Section`` per pass (``solve``'s
+        ``checkpoint``). The same call with the same path resumes the pass that was running
+        from the state saved last (the passes before it return their saved results, their
+        certificates proved again, and the targets are chosen again from them) and ends
+        bit-for-bit as uninterrupted passes; after the end it returns the same result at once.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
     **options
         Passed to every ``fast_solver.solve`` (``max_iter``, ``search``, ``progress``, ...).
 
@@ -164,6 +175,9 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     ------
     ValueError
         If ``max_passes`` is not an integer >= 1 or ``stop`` is not a stop rule.
+    CheckpointError
+        If the ``checkpoint`` file is damaged, or was written by another kind of fit or for
+        other inputs or options (a ValueError).
 
     See Also
     --------
@@ -186,6 +200,10 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     14.7
     """
     _check_options(max_passes, stop)
+    answer = {name: value for name, value in options.items() if name not in UNFINGERPRINTED}
+    checkpoint = as_checkpoint(checkpoint, kind="multipass-lmnn", interval=checkpoint_interval,
+                               fingerprint=lambda: solve_fingerprint(problem, max_passes=max_passes, stop=stop,
+                                                                     tol=tol, **answer))
     start = time.perf_counter()
     A, targets, codes = np.eye(problem.n_features), problem.targets, problem.label_codes
     passes, used, spent, reason = [], [], {"solve": 0.0, "targets": 0.0}, None
@@ -202,7 +220,8 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
             if reason is not None or number > max_passes:
                 break
             targets = following
-        result = solve(LMNNProblem(mapped, problem.y, mu=problem.mu, targets=targets), tol=tol, **options)
+        result = solve(LMNNProblem(mapped, problem.y, mu=problem.mu, targets=targets), tol=tol,
+                       checkpoint=checkpoint.section(f"pass {number}"), **options)
         spent["solve"] += result.timings["total"]
         passes.append(result)
         used.append(targets)
@@ -322,6 +341,13 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     verbose : int, default=0
         If positive, print one row per pass (targets changed, Newton iterations,
         bounds, gap, seconds).
+    checkpoint : str, path-like or None, default=None
+        File that keeps the passes' states (``solve_multipass``'s ``checkpoint``): a fit
+        killed at any point and run again with the same path resumes from the state saved
+        last and ends bit-for-bit as an uninterrupted fit; run again after the end, it
+        returns at once.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Attributes
     ----------
@@ -367,10 +393,12 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, k=3, mu=0.5, max_passes=5, stop="targets", max_iter=1000, tol=1e-6,
-                 search="auto", verbose=0):
+                 search="auto", verbose=0, checkpoint=None, checkpoint_interval=60.0):
         self.k = k
         self.mu = mu
         self.max_passes = max_passes
@@ -379,6 +407,8 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         self.tol = tol
         self.search = search
         self.verbose = verbose
+        self.checkpoint = checkpoint
+        self.checkpoint_interval = checkpoint_interval
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -400,6 +430,8 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         ------
         ValueError
             If ``y`` has one class, or a class has ``k`` points or fewer.
+        CheckpointError
+            If the ``checkpoint`` file is damaged or of another fit (a ValueError).
 
         Warns
         -----
@@ -417,7 +449,8 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         """
         result = solve_multipass(labelled_problem(self, X, y), max_passes=self.max_passes,
                                  stop=self.stop, max_iter=self.max_iter, tol=self.tol,
-                                 search=self.search, callback=_pass_table() if self.verbose else None)
+                                 search=self.search, callback=_pass_table() if self.verbose else None,
+                                 checkpoint=self.checkpoint, checkpoint_interval=self.checkpoint_interval)
         self.components_, self.metric_ = result.components, result.metric
         self.n_passes_, self.n_iter_ = result.n_passes, result.n_iter
         self.converged_, self.result_ = result.converged, result

@@ -69,10 +69,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from fast_solver.checkpoint import Checkpoint, Section, as_checkpoint, fingerprint
 from fast_solver.lmnn import trust_region
 from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
 from fast_solver.lmnn.result import FastLMNNResult, Stage
-from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective
+from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective, WorkingSet
 from fast_solver.lmnn.start import best_scale
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
@@ -109,6 +110,8 @@ def solve(
     search: str = "auto",
     callback: Callable[[Stage], None] | None = None,
     progress: bool = False,
+    checkpoint=None,
+    checkpoint_interval: float = 60.0,
 ) -> FastLMNNResult:
     """Minimise the LMNN objective and prove how close the answer is.
 
@@ -147,6 +150,17 @@ def solve(
         Called with a ``Stage`` after every stage.
     progress : bool, default=False
         Show a tqdm bar over the Newton iterations.
+    checkpoint : str, path-like, Checkpoint, Section or None, default=None
+        File that keeps the solve's state (``fast_solver.checkpoint``), saved at the start
+        of every trust-region Newton call (at most every ``checkpoint_interval`` seconds)
+        and at the end. The same call with the same path resumes from the state saved last
+        and ends bit-for-bit as an uninterrupted solve (metric, bounds, counters, stages;
+        timings differ); after the end it returns the same result at once (the certificate
+        is proved again). With ``clusters`` and no ``M0``, the LMNN solve of the start is
+        kept in the same file. A ``Checkpoint`` or ``Section`` (a step of a larger fit, as
+        ``solve_multipass`` passes) is used as given: its file checks kind and fingerprint.
+    checkpoint_interval : float >= 0, default=60
+        Seconds between saves; 0 saves at every restart point.
 
     Returns
     -------
@@ -158,8 +172,11 @@ def solve(
     Raises
     ------
     ValueError
-        If ``tol``, ``max_iter``, ``band`` or ``search`` is invalid, or ``M0`` is not
-        PSD, is zero or has the wrong shape.
+        If ``tol``, ``max_iter``, ``band``, ``search`` or ``checkpoint_interval`` is invalid,
+        or ``M0`` is not PSD, is zero or has the wrong shape.
+    CheckpointError
+        If the ``checkpoint`` file is damaged, or was written by another kind of fit or for
+        other inputs or options (a ValueError).
 
     See Also
     --------
@@ -189,18 +206,50 @@ def solve(
     (True, (3, 4, 4))
     >>> bool(multi.upper <= result.upper)
     True
+
+    A solve with a checkpoint file, run again with the same path once it has ended:
+
+    >>> import tempfile
+    >>> path = tempfile.mkdtemp() + "/lmnn.ckpt"
+    >>> first = solve(problem, checkpoint=path)
+    >>> again = solve(problem, checkpoint=path)
+    >>> bool((again.metric == first.metric).all()), again.n_iter == first.n_iter
+    (True, True)
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
     if clusters is not None:
         problem = problem.with_clusters(clusters)
+    checkpoint = as_checkpoint(checkpoint, kind="lmnn", interval=checkpoint_interval,
+                               fingerprint=lambda: solve_fingerprint(problem, M0, tol=tol, max_iter=max_iter,
+                                                                     band=band, search=search))
     if problem.pull_vanishes():
         return _without_pull(problem, tol)
     if problem.clusters is not None and M0 is None:
-        M0 = solve(problem.with_clusters(None), tol=tol, max_iter=max_iter, band=band, search=search).metric
+        M0 = solve(problem.with_clusters(None), tol=tol, max_iter=max_iter, band=band, search=search,
+                   checkpoint=checkpoint.section("global")).metric
+        checkpoint = checkpoint.section("multi")
     with threadpool_limits(1, user_api="blas"):
-        run = _Run(problem, band, search, tol)
+        run = _Run(problem, band, search, tol, checkpoint)
         return run.solve(_start(problem, run.whitening, M0), max_iter, callback, progress)
+
+
+def solve_fingerprint(problem: LMNNProblem, M0=None, **options) -> str:
+    """``fast_solver.checkpoint.fingerprint`` of a solve: the problem (inputs, label codes,
+    targets, ``mu``, clusters), the start ``M0`` and the ``options`` that change the answer
+    (``tol``, ``max_iter``, ``band``, ``search``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lmnn_sdp import LMNNProblem
+    >>> X, y = load_iris(return_X_y=True)
+    >>> problem = LMNNProblem(X[::5], y[::5], k=3)
+    >>> solve_fingerprint(problem, tol=1e-6) == solve_fingerprint(problem, tol=1e-7)
+    False
+    """
+    return fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, clusters=problem.clusters,
+                       M0=None if M0 is None else np.asarray(M0), **options)
 
 
 @dataclass
@@ -214,10 +263,18 @@ class _Candidate:
 
 
 class _Run:
-    """State of one solve: whitened space, searches, bounds found so far, counters."""
+    """State of one solve: whitened space, searches, bounds found so far, counters.
 
-    def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float):
-        self.problem, self.tol = problem, tol
+    Its restart points are the starts of the trust-region Newton calls (``_stage``): each
+    starts afresh from ``L``, so the rest of the solve is a function of the state saved
+    there (``_state``): ``L``, ``gamma`` and the stage before (extrapolation), the working
+    set of the objective and the search's (its floors and the metric of its last search),
+    the best candidates, the stages and the counters. The certificate's cache is not
+    saved: ``prove`` is deterministic, so it is proved again when asked."""
+
+    def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float,
+                 checkpoint: Checkpoint | Section):
+        self.problem, self.tol, self.checkpoint = problem, tol, checkpoint
         self.whitening: ClusterWhitening = whiten_clusters(problem)
         self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
@@ -228,16 +285,21 @@ class _Run:
         self.n_iter = self.n_evaluations = self.n_hessian_products = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
+        self.gamma, self.previous = INITIAL_GAMMA, None  # the stage's width; (gamma, M_g) of the one before
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
+        saved = self.checkpoint.load()
+        if saved is not None and saved["stop"] is not None:  # the solve had ended
+            self._restore(saved)
+            return self._result(self.upper.metric, saved["stop"], saved["max_iter"])
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
-        gamma, previous = INITIAL_GAMMA, None
-        objective = self._renew(L)
-        bar = tqdm(total=max_iter, disable=not progress, desc="LMNN", unit="it")
+        objective, L, nit = (self._renew(L), L, 0) if saved is None else self._restore(saved)
+        bar = tqdm(total=max_iter, initial=self.n_iter, disable=not progress, desc="LMNN", unit="it")
         try:
-            for _ in range(MAX_STAGES):
-                objective, L, nit, stop = self._stage(objective, L, gamma, max_iter, bar)
+            for _ in range(len(self.stages), MAX_STAGES):
+                objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
+                gamma, previous = self.gamma, self.previous
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
                 M_g = _gram(L)
@@ -262,17 +324,21 @@ class _Run:
                     new_gamma = gamma * SHRINK
                     if extrapolated:  # start on the extrapolated line, at the next gamma
                         L = _factor(M_0 + new_gamma * (M_g - M_0) / gamma)
-                    previous, gamma = (gamma, M_g), new_gamma
+                    self.previous, self.gamma = (gamma, M_g), new_gamma
+                nit = 0
         finally:
             bar.close()
         return self._result(self.upper.metric, "max_iter", max_iter)
 
-    def _stage(self, objective: SmoothedObjective, L, gamma, max_iter, bar):
-        """Newton iterations at one ``gamma``: a fresh search whenever the metric leaves
-        the region where the working set is provably complete, an escape step whenever
-        a negative eigenvalue of ``G`` (a saddle of ``L``) dominates the estimated gap."""
-        nit = 0
+    def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
+        """Newton iterations at ``self.gamma`` (``nit`` spent already): a fresh search whenever
+        the metric leaves the region where the working set is provably complete, an escape
+        step whenever a negative eigenvalue of ``G`` (a saddle of ``L``) dominates the
+        estimated gap. The start of every Newton call is a restart point (``_state``)."""
+        gamma = self.gamma
         while True:
+            if self.checkpoint.due():
+                self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit))
             L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
             nit += taken
             if stop == "stale" and self.n_iter < max_iter:
@@ -390,6 +456,40 @@ class _Run:
         self.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 
+    # -- checkpoints ----------------------------------------------------------
+    def _state(self, stop: str | None, objective: SmoothedObjective | None = None, L=None, nit: int = 0,
+               max_iter: int = 0) -> dict:
+        """The checkpoint of the solve at a restart point (``stop`` None: the objective, ``L``
+        and the stage's Newton iterations ``nit`` so far) or at its end (why it ``stop``-ped)."""
+        state = {"stop": stop, "max_iter": max_iter, "upper": vars(self.upper), "lower": vars(self.lower),
+                 "stages": [vars(stage) for stage in self.stages],
+                 "counters": (self.n_iter, self.n_evaluations, self.n_hessian_products),
+                 "searches": (self.search.n_searches, self.search.points_searched),
+                 "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
+        if stop is None:
+            own = None if objective.ws is self.search.working_set else vars(objective.ws)
+            state.update(L=L, nit=nit, gamma=self.gamma, previous=self.previous, search=self.search.state(),
+                         working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
+        return state
+
+    def _restore(self, state: dict):
+        """Continue from ``_state``: at a restart point, the objective, ``L`` and ``nit`` to
+        resume ``_stage`` with."""
+        self.upper, self.lower = _Candidate(**state["upper"]), _Candidate(**state["lower"])
+        self.stages = [Stage(**stage) for stage in state["stages"]]
+        self.n_iter, self.n_evaluations, self.n_hessian_products = state["counters"]
+        self.search.n_searches, self.search.points_searched = state["searches"]
+        self.timings = dict(state["timings"])
+        self.start_time = time.perf_counter() - state["elapsed"]
+        if state["stop"] is not None:
+            return None
+        self.search.restore(state["search"])
+        self.gamma, self.previous = state["gamma"], state["previous"]
+        ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
+        objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
+        objective.n_evaluations, objective.n_hessian_products = state["evaluations"]
+        return objective, state["L"], state["nit"]
+
     # -- bookkeeping ----------------------------------------------------------
     def _record(self, gamma, nit, ev, ev_0, stop, callback) -> None:
         stage = Stage(stage=len(self.stages), gamma=gamma, newton_iterations=nit, stop=stop,
@@ -406,6 +506,7 @@ class _Run:
         "max_iter"), and the certificate alone decides ``converged``."""
         if self.problem.mu == 0.0:
             self.upper = _Candidate(0.0, metric=M_w, triplets=np.empty((0, 3), np.intp))
+        self.checkpoint.save(self._state(stop, max_iter=max_iter))
         certificate = self._certificate()
         self.timings["total"] = time.perf_counter() - self.start_time
         if certificate.certified:
@@ -548,13 +649,15 @@ def _gram(L: np.ndarray) -> np.ndarray:
 
 
 def _factor(M: np.ndarray) -> np.ndarray:
-    """Square factors ``L_c`` of ``P_S(M_c)`` for every cluster: (C, r, r)."""
-    return np.stack([psd_factor(m) for m in M])
+    """Square factors ``L_c`` of ``P_S(M_c)`` for every cluster: (C, r, r), C-contiguous like
+    every iterate (reductions such as ``np.linalg.norm`` sum in memory order, and a resumed
+    solve's arrays come back C-contiguous from its checkpoint)."""
+    return np.ascontiguousarray(np.stack([psd_factor(m) for m in M]))
 
 
 def _project(M: np.ndarray) -> np.ndarray:
-    """``P_S(M_c)`` for every cluster: (C, r, r)."""
-    return np.stack([project_psd(m) for m in M])
+    """``P_S(M_c)`` for every cluster: (C, r, r), C-contiguous (``_factor``)."""
+    return np.ascontiguousarray(np.stack([project_psd(m) for m in M]))
 
 
 def _check_options(tol, max_iter, search) -> None:

@@ -85,6 +85,17 @@ class ExactSearch:
         self.points_searched += int(np.count_nonzero(searched))
         return self.working_set
 
+    def state(self) -> dict:
+        """Everything the next searches depend on, for a checkpoint (``restore``)."""
+        return {"floor": self.floor, "metric": self.metric, "n_searches": self.n_searches,
+                "points_searched": self.points_searched, "working_set": vars(self.working_set)}
+
+    def restore(self, state: dict) -> None:
+        """Continue from ``state()``: the next searches are those the saved search would have run."""
+        self.floor, self.metric = state["floor"], state["metric"]
+        self.n_searches, self.points_searched = state["n_searches"], state["points_searched"]
+        self.working_set = WorkingSet(**state["working_set"])
+
     def drift(self, M: np.ndarray) -> float:
         """``|M_w - M_s|_2 / |M_s|_2`` since the last search at ``M_s`` (inf before any); with
         several clusters the largest change over the largest norm, so a small metric that
