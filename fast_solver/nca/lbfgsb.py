@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 import scipy
-from scipy.optimize import OptimizeResult, _lbfgsb, _lbfgsb_py
+from scipy.optimize import OptimizeResult
 
 from fast_solver.checkpoint import Checkpoint, CheckpointError
 
@@ -30,7 +30,6 @@ LINE_SEARCH_STEPS = 20  # scipy's maxls
 MAX_EVALUATIONS = 15000  # scipy's maxfun
 C_ROUTINE = np.lib.NumpyVersion(scipy.__version__) >= "1.15.0"  # setulb in C, its task two codes
 ENGINE = "setulb-c" if C_ROUTINE else "setulb-fortran"
-_INT = np.int32 if C_ROUTINE else _lbfgsb.types.intvar.dtype
 _FG, _NEW_X, _STOP, _CONVERGED = 3, 1, 5, 4  # the C routine's task codes
 _ITERATIONS, _EVALUATIONS = 504, 502  # its reasons to stop
 
@@ -102,12 +101,26 @@ def minimize_lbfgsb(fun: Callable, x0, *, max_iter: int, tol: float,
     return _result(state, max_iter)
 
 
+def _scipy_routine():
+    """scipy's private ``_lbfgsb`` and ``_lbfgsb_py`` modules, imported when a run starts (so
+    that ``import fast_solver`` does not depend on them); a clear error when this scipy lacks them."""
+    try:
+        from scipy.optimize import _lbfgsb, _lbfgsb_py
+        _lbfgsb.setulb
+    except (ImportError, AttributeError) as error:
+        raise ImportError(f"fast_solver.nca.lbfgsb drives scipy's private L-BFGS-B routine, which scipy "
+                          f"{scipy.__version__} does not provide as scipy 1.11-1.17 do ({error}); use a "
+                          "scipy release from that range.") from error
+    return _lbfgsb, _lbfgsb_py
+
+
 def _fresh(x0: np.ndarray) -> dict:
     """The routine's arrays before its first call (task START), and the run's counters."""
     n, m = len(x0), MEMORY
+    integer = np.int32 if C_ROUTINE else _scipy_routine()[0].types.intvar.dtype
     state = {"engine": ENGINE, "x": x0.copy(), "f": 0.0, "g": np.zeros(n),
-             "wa": np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m), "iwa": np.zeros(3 * n, _INT),
-             "lsave": np.zeros(4, _INT), "isave": np.zeros(44, _INT), "dsave": np.zeros(29),
+             "wa": np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m), "iwa": np.zeros(3 * n, integer),
+             "lsave": np.zeros(4, integer), "isave": np.zeros(44, integer), "dsave": np.zeros(29),
              "evaluated": (x0.copy(), 0.0, np.zeros(n)), "nit": 0, "nfev": 0, "done": False}
     if C_ROUTINE:
         state.update(task=np.zeros(2, np.int32), ln_task=np.zeros(2, np.int32))
@@ -142,16 +155,16 @@ def _resumed(checkpoint: Checkpoint, n: int) -> dict | None:
 
 def _call(state: dict, factr: float, pgtol: float) -> None:
     """One call of ``setulb``: it updates the state's arrays in place."""
-    n = len(state["x"])
-    bounds, free = np.zeros(n), np.zeros(n, _INT)  # nbd = 0: every variable unbounded
+    n, routine = len(state["x"]), _scipy_routine()[0]
+    bounds, free = np.zeros(n), np.zeros(n, state["iwa"].dtype)  # nbd = 0: every variable unbounded
     state["g"] = np.array(state["g"], dtype=float)
     common = (MEMORY, state["x"], bounds, bounds, free, state["f"], state["g"], factr, pgtol,
               state["wa"], state["iwa"], state["task"])
     if C_ROUTINE:
-        _lbfgsb.setulb(*common, state["lsave"], state["isave"], state["dsave"], LINE_SEARCH_STEPS,
+        routine.setulb(*common, state["lsave"], state["isave"], state["dsave"], LINE_SEARCH_STEPS,
                        state["ln_task"])
     else:
-        _lbfgsb.setulb(*common, -1, state["csave"], state["lsave"], state["isave"], state["dsave"],
+        routine.setulb(*common, -1, state["csave"], state["lsave"], state["isave"], state["dsave"],
                        LINE_SEARCH_STEPS)
 
 
@@ -176,7 +189,8 @@ def _result(state: dict, max_iter: int) -> OptimizeResult:
     if C_ROUTINE:
         code, reason = (int(c) for c in state["task"])
         converged = code == _CONVERGED
-        message = f"{_lbfgsb_py.status_messages[code]}: {_lbfgsb_py.task_messages[reason]}"
+        messages = _scipy_routine()[1]
+        message = f"{messages.status_messages[code]}: {messages.task_messages[reason]}"
     else:
         message = state["task"].tobytes().strip(b"\x00").strip().decode()
         converged = message.startswith("CONV")

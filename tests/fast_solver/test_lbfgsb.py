@@ -75,3 +75,11 @@ def test_a_state_of_another_dimension_is_refused(tmp_path):
     minimize_lbfgsb(rosenbrock, X0, max_iter=3, tol=1e-8, checkpoint=_checkpoint(tmp_path / "a"))
     with pytest.raises(CheckpointError, match="over 5 variables.*over 4"):
         minimize_lbfgsb(rosenbrock, X0[:4], max_iter=3, tol=1e-8, checkpoint=_checkpoint(tmp_path / "a"))
+
+
+def test_a_scipy_without_the_routine_fails_at_the_run_with_a_clear_error_not_at_import(monkeypatch):
+    import scipy.optimize._lbfgsb as routine
+
+    monkeypatch.delattr(routine, "setulb")
+    with pytest.raises(ImportError, match="private L-BFGS-B routine"):
+        minimize_lbfgsb(lambda x: (float(x @ x), 2 * x), np.ones(3), max_iter=5, tol=1e-8)
