@@ -427,10 +427,10 @@ def add_experiments_parser(subparsers) -> None:
                          help="folder of the tables and plots (default: RESULTS/report); "
                               "--report docs/results writes the committed record")
     command.add_argument("--export", type=Path, metavar="DIR",
-                         help="also write the final table as the record table1-full (table1-quick with "
-                              "--quick), .md and .csv with the command, code version and machine; "
-                              "--export docs/results is the committed one, which the README's "
-                              "Table 1 is generated from (python -m validation.table1)")
+                         help="also write the final table of each data set as the record table1-NAME "
+                              "(table1-quick-NAME with --quick), .md and .csv with the command, code "
+                              "version and machine; --export docs/results is the committed one, which "
+                              "the README's Table 1 is generated from (python -m validation.table1)")
     command.add_argument("--checkpoints", type=Path, metavar="DIR",
                          help="folder of the fits' checkpoints, from which a task run again resumes its "
                               "fit (default: RESULTS/checkpoints; on a cluster of several machines a "

@@ -92,6 +92,16 @@ def export(rows: list[dict], directory: str | Path, name: str, command: str | No
                              directory=Path(directory)))
 
 
+def export_datasets(rows: list[dict], directory: str | Path, prefix: str, command: str | None = None) -> list[Path]:
+    """One record ``PREFIX-DATASET`` (``export``) per data set of ``rows``, so that a run of some
+    data sets never replaces another's export; returns the files written."""
+    written = []
+    for dataset in dict.fromkeys(row["dataset"] for row in rows):
+        written += export([row for row in rows if row["dataset"] == dataset], directory, f"{prefix}-{dataset}",
+                          command)
+    return written
+
+
 def markdown(lines: list[dict], rows: list[dict], provenance_line: str = "") -> str:
     """The Markdown report: the title, ``provenance_line``, one table per data set, then the
     unfinished tasks."""

@@ -4,9 +4,9 @@
 are not fetched (saying which command fetches them), runs the rest through
 ``runner.run`` into the results store, writes the tables and the bar chart of every
 task of the plan (finished now or in an earlier run) and the three illustrative figures
-(``validation.experiments.figures``), and with ``export`` the final tables as the record
-``table1-quick`` or ``table1-full`` (``report.export``). The figures' data are cached in the
-store under what determines them (``figures.cache_key``), so a rerun with nothing left to
+(``validation.experiments.figures``), and with ``export`` the final tables as the records
+``table1-NAME`` (``table1-quick-NAME`` with ``quick``), one per data set
+(``report.export_datasets``). The figures' data are cached in the store under what determines them (``figures.cache_key``), so a rerun with nothing left to
 compute redraws them without fitting. A Ctrl-C raises ``Interrupted`` once the cluster is
 closed and the run's claims released, with how many tasks the store holds. ``quick`` is the small version for CI and
 newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
@@ -94,7 +94,7 @@ def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits
             if lines:
                 outcome.written.append(plots.table_bars(lines, report_dir / "table1-bars.png"))
             if export is not None:
-                outcome.written += report.export(rows, export, "table1-quick" if quick else "table1-full")
+                outcome.written += report.export_datasets(rows, export, "table1-quick" if quick else "table1")
             if make_figures:
                 _figures(client, store, datasets, max_rows, report_dir, outcome)
     except KeyboardInterrupt:
