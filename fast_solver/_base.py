@@ -1,20 +1,29 @@
 """What the fast solvers' scikit-learn estimators share: metric-learn's Mahalanobis view of a
-linear map, the input checks of ``fit`` and ``transform``, and the progress table of ``verbose``."""
+linear map, the input checks of ``fit`` and ``transform``, the constraints of the checkpoint
+parameters, and the progress table of ``verbose``."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lmnn_sdp.core.mahalanobis import MahalanobisMixin, fitted_inputs, reject_complex
 
-__all__ = ["LinearMetricTransformer", "MahalanobisMixin", "ProgressTable", "fitted_inputs", "labelled_inputs",
+__all__ = ["CHECKPOINT_PARAMETERS", "LinearMetricTransformer", "MahalanobisMixin", "ProgressTable", "fitted_inputs", "labelled_inputs",
            "reject_complex"]
+
+# ``_parameter_constraints`` of every estimator that takes ``checkpoint`` (a path) and
+# ``checkpoint_interval`` (seconds >= 0): ``fast_solver.checkpoint``
+CHECKPOINT_PARAMETERS = {"checkpoint": [str, os.PathLike, None],
+                         "checkpoint_interval": [Interval(Real, 0, None, closed="left")]}
 
 
 class LinearMetricTransformer(MahalanobisMixin, TransformerMixin):

@@ -68,8 +68,13 @@ def table1(rows: list[dict]) -> str:
 def readme_text(text: str, files: list[Path] | None = None) -> str:
     """``text`` (the README) with Table 1 from the export ``files`` (default ``exports()``)
     between the markers, or ``NO_EXPORT`` there when there is none."""
-    rows = [row for path in (exports() if files is None else files) for row in read_record(path)[1]]
-    return with_section(text, table1(rows) if rows else NO_EXPORT, START, END)
+    return with_section(text, _table(exports() if files is None else files), START, END)
+
+
+def _table(files: list[Path]) -> str:
+    """``table1`` of the rows of ``files``, or ``NO_EXPORT`` when there are none."""
+    rows = [row for path in files for row in read_record(path)[1]]
+    return table1(rows) if rows else NO_EXPORT
 
 
 def _cell(row: dict) -> str:
@@ -87,8 +92,7 @@ def _number(text: str) -> float:
 
 def main() -> int:
     write_text_atomic(README, readme_text(README.read_text()))
-    rows = [row for path in exports() for row in read_record(path)[1]]
-    print(table1(rows) if rows else NO_EXPORT, end="")
+    print(_table(exports()), end="")
     return 0
 
 

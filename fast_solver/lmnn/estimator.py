@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from numbers import Integral, Real
 
@@ -12,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer, ProgressTable, labelled_inputs
+from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, labelled_inputs
 from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
@@ -111,8 +110,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, k=3, mu=0.5, max_iter=1000, tol=1e-6, init="auto", search="auto",

@@ -9,7 +9,6 @@ describes the model, so the estimator is a classifier, not a transformer.
 
 from __future__ import annotations
 
-import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import fitted_inputs
+from fast_solver._base import CHECKPOINT_PARAMETERS, fitted_inputs
 from fast_solver.checkpoint import as_checkpoint
 from fast_solver.lmnn.estimator import labelled_problem, seeded, stage_table, warn_unless_converged
 from fast_solver.lmnn.impostors import SEARCH_METHODS
@@ -183,8 +182,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, k=3, mu=0.5, clusters="classes", n_neighbors=3, max_iter=1000, tol=1e-6,

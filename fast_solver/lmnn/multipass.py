@@ -25,7 +25,6 @@ problem vanishes, so there is nothing left to solve.
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer, ProgressTable
+from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable
 from fast_solver.checkpoint import as_checkpoint
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
@@ -393,8 +392,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, k=3, mu=0.5, max_passes=5, stop="targets", max_iter=1000, tol=1e-6,

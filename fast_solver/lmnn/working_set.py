@@ -86,14 +86,13 @@ class ExactSearch:
         return self.working_set
 
     def state(self) -> dict:
-        """Everything the next searches depend on, for a checkpoint (``restore``)."""
-        return {"floor": self.floor, "metric": self.metric, "n_searches": self.n_searches,
-                "points_searched": self.points_searched, "working_set": vars(self.working_set)}
+        """Everything the next searches depend on, for a checkpoint (``restore``; the counters
+        ``n_searches`` and ``points_searched`` are the caller's to keep)."""
+        return {"floor": self.floor, "metric": self.metric, "working_set": vars(self.working_set)}
 
     def restore(self, state: dict) -> None:
         """Continue from ``state()``: the next searches are those the saved search would have run."""
         self.floor, self.metric = state["floor"], state["metric"]
-        self.n_searches, self.points_searched = state["n_searches"], state["points_searched"]
         self.working_set = WorkingSet(**state["working_set"])
 
     def drift(self, M: np.ndarray) -> float:

@@ -27,7 +27,6 @@ scikit-learn (``sklearn.metrics.pairwise``): ``"rbf"`` ``exp(-gamma |x - z|^2)``
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -38,7 +37,7 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import fitted_inputs
+from fast_solver._base import CHECKPOINT_PARAMETERS, fitted_inputs
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import in_chunks, map_rows
 from fast_solver.low_rank.embedding_loss import embedding_loss
@@ -398,8 +397,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "kernel_memory": [Interval(Real, 0, None, closed="left")],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, n_components=None, kernel="rbf", gamma=None, degree=3, coef0=1, k=3, mu=0.5,

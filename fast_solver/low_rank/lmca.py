@@ -17,7 +17,6 @@ each fit, an upper bound on what the rank (and the local search) costs.
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
@@ -29,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer, ProgressTable
+from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import cross_product, map_rows
 from fast_solver.lmnn.result import FastLMNNResult
@@ -393,8 +392,7 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         "callback": [callable, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, n_components=None, k=3, mu=0.5, init="pca", hinge="linear", max_iter=1000,

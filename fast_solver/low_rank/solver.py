@@ -39,7 +39,7 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
-from fast_solver.checkpoint import Checkpoint, fingerprint
+from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.start import best_scale
 from fast_solver.low_rank.embedding_loss import EmbeddingEvaluation, EmbeddingLoss, search_working_set
@@ -205,16 +205,14 @@ def low_rank_checkpoint(path, interval: float, kind: str, problem: LMNNProblem, 
     that is a seed (an int or None), else by ``x0`` itself. A named start is not fingerprinted
     by its computed numbers, so a checkpoint resumes where those numbers differ in their last
     bits (another BLAS or thread count): the fit continues from the state saved."""
-    if path is None:
-        return Checkpoint(None, kind=kind, fingerprint="", interval=interval)
     start = {"init": init, "shape": list(x0.shape)}
     if isinstance(init, str) and init == "random":
         if random_state is None or (isinstance(random_state, Integral) and not isinstance(random_state, bool)):
             start["random_state"] = random_state
         else:  # a RandomState or Generator: its draws name the start
             start["start"] = x0
-    digest = fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, **start, **options)
-    return Checkpoint(path, kind=kind, fingerprint=digest, interval=interval)
+    return as_checkpoint(path, kind=kind, interval=interval, fingerprint=lambda: fingerprint(
+        problem.X, problem.label_codes, problem.targets, mu=problem.mu, **start, **options))
 
 
 def start_scale(problem: LMNNProblem, Z: np.ndarray) -> float:

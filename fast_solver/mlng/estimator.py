@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from numbers import Integral, Real
 
@@ -13,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from fast_solver._base import LinearMetricTransformer, ProgressTable, reject_complex
+from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, reject_complex
 from fast_solver.mlng.sgd import MLNGEpoch, fit_mlng
 from lmnn_sdp.core.problem import check_real_dtype
 from lmnn_sdp.core.psd import check_psd
@@ -112,8 +111,7 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         "verbose": ["verbose"],
         "callback": [callable, None],
         "random_state": ["random_state"],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, k=3, C=0.1, loss_matrix=None, init="zeros", batch_size=1, max_iter=100,

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from fast_solver.checkpoint import Checkpoint, fingerprint
+from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
 from lmnn_sdp.core.problem import check_inputs
 from lmnn_sdp.core.psd import psd_factor
@@ -191,7 +191,7 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
         raise ValueError("checkpoint needs a fixed random_state (an int or a RandomState): the order "
                          "in which SGD visits the points must be the same when the fit resumes.")
     rng, n = check_random_state(random_state), len(X)
-    saved = Checkpoint(checkpoint, kind="mlng", interval=checkpoint_interval, fingerprint=fingerprint(
+    saved = as_checkpoint(checkpoint, kind="mlng", interval=checkpoint_interval, fingerprint=lambda: fingerprint(
         X, labels, W, loss_matrix, k=k, C=C, max_epochs=max_epochs, batch_size=batch_size, tol=tol,
         random_state=rng.get_state()))
     L, step, history, start = _resumed(saved, rng, psd_factor(W))

@@ -27,7 +27,7 @@ from numbers import Integral
 import numpy as np
 from tqdm.auto import tqdm
 
-from fast_solver.checkpoint import Checkpoint, fingerprint
+from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.mmc.compiled import gradient_rows, xing_sums
 from fast_solver.mmc.xing import XingSums, projected_newton
 from lmnn_sdp.certificates.certified import CertifiedMMCResult
@@ -170,9 +170,8 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     start = time.perf_counter()
     tol, max_iter = check_tol(tol), _check_max_iter(max_iter)
     problem = mmc_problem(X, y, diagonal=diagonal, implicit=True)
-    checkpoint = Checkpoint(checkpoint, kind="mmc", interval=checkpoint_interval,
-                            fingerprint="" if checkpoint is None else fingerprint(
-                                problem.X, problem.y, diagonal=diagonal, tol=tol, max_iter=max_iter))
+    checkpoint = as_checkpoint(checkpoint, kind="mmc", interval=checkpoint_interval, fingerprint=lambda: fingerprint(
+        problem.X, problem.y, diagonal=diagonal, tol=tol, max_iter=max_iter))
     whitening = whiten(problem)
     space = _WhitenedPairs.of(problem, whitening)
     timings = {"whiten": time.perf_counter() - start, "solve": 0.0, "certify": 0.0}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import warnings
@@ -14,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from fast_solver._base import LinearMetricTransformer, labelled_inputs
+from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, labelled_inputs
 from fast_solver.nca.objective import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
 from lmnn_sdp.status import MAX_ITER
 
@@ -118,8 +117,7 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         "random_state": ["random_state"],
         "objective": [StrOptions(set(OBJECTIVES))],
         "working_memory": [Interval(Real, 0, None, closed="neither")],
-        "checkpoint": [str, os.PathLike, None],
-        "checkpoint_interval": [Interval(Real, 0, None, closed="left")],
+        **CHECKPOINT_PARAMETERS,
     }
 
     def __init__(self, n_components=None, *, init="auto", warm_start=False, max_iter=50, tol=1e-5,

@@ -35,7 +35,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.utils import check_random_state, gen_batches
 from threadpoolctl import threadpool_limits
 
-from fast_solver.checkpoint import Checkpoint, fingerprint
+from fast_solver.checkpoint import as_checkpoint, fingerprint
 from fast_solver.nca.lbfgsb import minimize_lbfgsb
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
@@ -187,7 +187,7 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     data = sort_by_class(X, y, objective)
     A0 = check_map(A0, data.X.shape[1], "A0")
     shape = A0.shape
-    state = Checkpoint(checkpoint, kind="nca", interval=checkpoint_interval, fingerprint=fingerprint(
+    state = as_checkpoint(checkpoint, kind="nca", interval=checkpoint_interval, fingerprint=lambda: fingerprint(
         data.X, data.bounds, data.order, A0, objective=objective, max_iter=max_iter, tol=tol,
         working_memory=working_memory))
 

@@ -6,10 +6,11 @@ are not fetched (saying which command fetches them), runs the rest through
 task of the plan (finished now or in an earlier run) and the three illustrative figures
 (``validation.experiments.figures``), and with ``export`` the final tables as the records
 ``table1-NAME`` (``table1-quick-NAME`` with ``quick``), one per data set
-(``report.export_datasets``). The figures' data are cached in the store under what determines them (``figures.cache_key``), so a rerun with nothing left to
-compute redraws them without fitting. A Ctrl-C raises ``Interrupted`` once the cluster is
-closed and the run's claims released, with how many tasks the store holds. ``quick`` is the small version for CI and
-newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
+(``report.export_datasets``). The figures' data are cached in the store under what
+determines them (``figures.cache_key``), so a rerun with nothing left to compute redraws
+them without fitting. A Ctrl-C raises ``Interrupted`` once the cluster is closed and the
+run's claims released, with how many tasks the store holds. ``quick`` is the small version
+for CI and newcomers: ``protocol.QUICK_SPLITS`` splits of stratified subsets of ``protocol.QUICK_ROWS``
 rows, of ``protocol.QUICK_DATASETS`` unless data sets are named, of every method but
 ``protocol.QUICK_SKIPS`` unless methods are named, the gates on the built-in instances of at
 most ``gate.QUICK_GATE_N`` points.
