@@ -51,10 +51,12 @@ def test_table1_puts_an_exports_errors_in_a_method_by_data_set_table(tmp_path):
     cases = [("iris", "euclidean", 0, 0.04), ("iris", "euclidean", 1, 0.06), ("iris", "lmnn", 0, 0.02),
              ("wine", "lmnn", 0, 0.1)]
     rows = [{"dataset": d, "split": s, "method": m, "status": "ok", "test_error": e, "train_loo_error": e,
-             "fit_seconds": 1.0, "stats": {}} for d, m, s, e in cases]
+             "fit_seconds": 1.0, "stats": {}, "params": '{"data": {}}', "code_version": "v1",
+             "finished_at": "2026-11-26T00:00:00+00:00"} for d, m, s, e in cases]
     rows.append({**rows[-1], "split": 1, "status": "failed"})
     written = report.export_datasets(rows, tmp_path, "table1", command="python -m test")
-    assert [path.name for path in written] == ["table1-iris.md", "table1-iris.csv", "table1-wine.md", "table1-wine.csv"]
+    assert [path.name for path in written] == ["table1-iris.md", "table1-iris.csv", "table1-iris-tasks.jsonl",
+                                               "table1-wine.md", "table1-wine.csv", "table1-wine-tasks.jsonl"]
     assert exports(tmp_path) == [tmp_path / "table1-iris.csv", tmp_path / "table1-wine.csv"]
     exported = [row for path in exports(tmp_path) for row in read_record(path)[1]]
     assert table1(exported).splitlines() == [

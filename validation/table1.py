@@ -48,7 +48,8 @@ def table1(rows: list[dict]) -> str:
     str
         A Markdown table: one line per method, one column per data set, in the export's
         order; each cell the test error in % (mean ± sample std over the splits, and how
-        many) with Table 1's number in brackets, "-" where the method has no finished split.
+        many) with Table 1's number in brackets and, for a method fit on a subset of the
+        training rows, "fit on" their number; "-" where the method has no finished split.
 
     Examples
     --------
@@ -83,7 +84,9 @@ def _cell(row: dict) -> str:
         return "-"
     text = f"{mean:.2f}" + (f" ± {std:.2f}" if not math.isnan(std) else "") + f" ({row['splits']})"
     paper = _number(row["paper_test_error"])
-    return text + (f" [{paper:.2f}]" if not math.isnan(paper) else "")
+    fit_rows = row.get("fit_rows")
+    return (text + (f" [{paper:.2f}]" if not math.isnan(paper) else "")
+            + (f" fit on {int(fit_rows):,}" if fit_rows else ""))
 
 
 def _number(text: str) -> float:

@@ -18,18 +18,22 @@ record of ``validation.records`` (``NAME.md`` and ``NAME.csv`` with the provenan
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from validation.experiments.methods import METHODS
 from validation.experiments.paper import paper_error
 from validation.experiments.protocol import DATASETS, MU, K
+from validation.experiments.store import COLUMNS as STORE_COLUMNS
 from validation.records import csv_text, provenance, write_record, write_text_atomic
 
 COLUMNS = ("dataset", "method", "splits", "test_error_mean", "test_error_std",
            "train_loo_error_mean", "train_loo_error_std", "paper_test_error", "fit_seconds_mean",
-           "active_triplets_mean", "certified_gap_max", "not_converged", "not_finished")
+           "active_triplets_mean", "certified_gap_max", "not_converged", "not_finished", "fit_rows",
+           "code_version")
 
 
 def mean_std(values) -> tuple[float, float]:
@@ -66,6 +70,8 @@ def _line(dataset: str, method_name: str, group: list[dict]) -> dict:
         "certified_gap_max": max(gaps) if gaps else None,
         "not_converged": sum(row["stats"].get("converged") is False for row in ok),
         "not_finished": len(group) - len(ok),
+        "fit_rows": json.loads(group[0]["params"])["data"].get("fit_rows"),
+        "code_version": ", ".join(sorted({row["code_version"] for row in group})),
     }
 
 
@@ -93,13 +99,60 @@ def export(rows: list[dict], directory: str | Path, name: str, command: str | No
 
 
 def export_datasets(rows: list[dict], directory: str | Path, prefix: str, command: str | None = None) -> list[Path]:
-    """One record ``PREFIX-DATASET`` (``export``) per data set of ``rows``, so that a run of some
-    data sets never replaces another's export; returns the files written."""
+    """Per data set of ``rows``: the record ``PREFIX-DATASET`` (``export`` of ``newest(rows)``)
+    and its task rows ``PREFIX-DATASET-tasks.jsonl`` (``write_tasks``: every row, of every code
+    version), so that a run of some data sets never replaces another's export and a store
+    lost with its machine is restored from the export (``ResultStore.restore``); returns the
+    files written."""
     written = []
     for dataset in dict.fromkeys(row["dataset"] for row in rows):
-        written += export([row for row in rows if row["dataset"] == dataset], directory, f"{prefix}-{dataset}",
-                          command)
+        mine = sorted((row for row in rows if row["dataset"] == dataset), key=_task_order)
+        written += export(newest(mine), directory, f"{prefix}-{dataset}", command)
+        written.append(write_tasks(mine, tasks_path(directory, prefix, dataset)))
     return written
+
+
+def newest(rows: list[dict]) -> list[dict]:
+    """The rows of each method's chosen code version: the one with the most ``ok`` rows (ties:
+    the one that finished a row last), so that an export mixes versions only across methods
+    and each line says its own (``code_version``)."""
+    chosen = {}
+    for method_name in dict.fromkeys(row["method"] for row in rows):
+        versions: dict[str, tuple] = {}
+        for row in rows:
+            if row["method"] == method_name:
+                ok, last = versions.get(row["code_version"], (0, ""))
+                versions[row["code_version"]] = (ok + (row["status"] == "ok"), max(last, row["finished_at"] or ""))
+        chosen[method_name] = max(versions, key=versions.get)
+    return [row for row in rows if row["code_version"] == chosen[row["method"]]]
+
+
+def tasks_path(directory: str | Path, prefix: str, dataset: str) -> Path:
+    """The task rows of the export ``PREFIX-DATASET`` in ``directory``."""
+    return Path(directory) / f"{prefix}-{dataset}-tasks.jsonl"
+
+
+def write_tasks(rows: list[dict], path: str | Path) -> Path:
+    """``rows`` (``ResultStore.rows``) as JSON lines at ``path``, NaN as null, replaced
+    atomically; ``read_tasks`` reads them back."""
+    lines = [json.dumps({c: _plain(row.get(c)) for c in STORE_COLUMNS}, sort_keys=True) for row in rows]
+    return write_text_atomic(Path(path), "".join(line + "\n" for line in lines))
+
+
+def read_tasks(path: str | Path) -> list[dict]:
+    """The rows ``write_tasks`` wrote at ``path`` (none when it is absent)."""
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+
+
+def _plain(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _task_order(row: dict) -> tuple:
+    order = list(METHODS)
+    return (order.index(row["method"]) if row["method"] in order else len(order), row["method"],
+            row["split"], row["code_version"])
 
 
 def markdown(lines: list[dict], rows: list[dict], provenance_line: str = "") -> str:
@@ -128,7 +181,8 @@ def markdown(lines: list[dict], rows: list[dict], provenance_line: str = "") -> 
 
 
 def _markdown_line(line: dict) -> str:
-    cells = [line["method"], f"{line['splits']}" + (f" ({line['not_finished']} not finished)"
+    subset = f" (fit on {line['fit_rows']:,} training rows)" if line.get("fit_rows") else ""
+    cells = [line["method"] + subset, f"{line['splits']}" + (f" ({line['not_finished']} not finished)"
                                                     if line["not_finished"] else ""),
              _pm(line["test_error_mean"], line["test_error_std"]),
              _number(line["paper_test_error"], ".2f"),

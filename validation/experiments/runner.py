@@ -47,7 +47,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 from tqdm import tqdm as std_tqdm
@@ -117,19 +117,21 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def run(tasks: list[Task], store: ResultStore, client: Client, progress: bool = True,
-        gate_max_n: int | None = None, checkpoints: dict | None = None) -> Counter:
+        gate_max_n: int | None = None, checkpoints: dict | None = None,
+        on_record: Callable[[Task], None] | None = None) -> Counter:
     """Run the unfinished ``tasks`` (module docstring); returns how many ended ``ok``,
     ``failed``, ``skipped``, ``refused``, were already ``finished`` in the store, and were
     finished meanwhile by another run (``another_run``; a task another run recorded with
     another status counts under that status). Gates run on the built-in instances of at
     most ``gate_max_n`` points (default: all of them). ``checkpoints``: the keyword arguments
     of ``run_task`` for the fits' checkpoints (``{"checkpoints": FOLDER, "checkpoint_interval":
-    SECONDS}``; None: no checkpoints)."""
+    SECONDS}``; None: no checkpoints). ``on_record(task)`` is called after each row this run
+    records (``--export`` rewrites the task's data set's export there)."""
     run_id = store.start_run()
     try:
         claimed = store.claim((task.key for task in tasks), run_id)
         counts = Counter(finished=len(claimed.done))
-        state = _Run(store, client, gate_max_n, counts, run_id, checkpoints or {})
+        state = _Run(store, client, gate_max_n, counts, run_id, checkpoints or {}, on_record)
         with tqdm(total=len(tasks), initial=len(claimed.done), desc="experiments", unit="task",
                   disable=not progress) as bar:
             state.bar = bar
@@ -149,9 +151,9 @@ class _Run:
     and the tasks and gates another run holds."""
 
     def __init__(self, store: ResultStore, client: Client, gate_max_n: int | None, counts: Counter,
-                 run_id: str, checkpoints: dict):
+                 run_id: str, checkpoints: dict, on_record: Callable[[Task], None] | None = None):
         self.store, self.client, self.counts, self.run_id = store, client, counts, run_id
-        self.checkpoints = checkpoints
+        self.checkpoints, self.on_record = checkpoints, on_record
         self.gate_max_n, self.environment = gate_max_n, gate_environment(gate_max_n)
         self.gates: dict[str, GateResult] = {}
         self.gate_futures: dict = {}  # future -> solver
@@ -256,6 +258,8 @@ class _Run:
     def _record(self, task: Task, row: dict) -> None:
         self.store.record({**row, **dict(zip(KEY, task.key))}, self.run_id)  # committed, then reported
         self._report(task, row["status"])
+        if self.on_record is not None:
+            self.on_record(task)
 
     def _report(self, task: Task, status: str, counted_as: str | None = None) -> None:
         self.counts[counted_as or status] += 1

@@ -4,9 +4,12 @@
 are not fetched (saying which command fetches them), runs the rest through
 ``runner.run`` into the results store, writes the tables and the bar chart of every
 task of the plan (finished now or in an earlier run) and the three illustrative figures
-(``validation.experiments.figures``), and with ``export`` the final tables as the records
-``table1-NAME`` (``table1-quick-NAME`` with ``quick``), one per data set
-(``report.export_datasets``). The figures' data are cached in the store under what
+(``validation.experiments.figures``), and with ``export`` the tables as the records
+``table1-NAME`` (``table1-quick-NAME`` with ``quick``), one per data set, with their task rows
+(``report.export_datasets``), rewritten after every task the run records. An export is also
+where a run starts from: its task rows go into the store first (``ResultStore.restore``),
+so a run continued on another machine from the committed export computes only what the
+export lacks. The figures' data are cached in the store under what
 determines them (``figures.cache_key``), so a rerun with nothing left to compute redraws
 them without fitting. A Ctrl-C raises ``Interrupted`` once the cluster is closed and the
 run's claims released, with how many tasks the store holds. ``quick`` is the small version
@@ -18,6 +21,7 @@ most ``gate.QUICK_GATE_N`` points.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,18 +88,25 @@ def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits
     tasks = plan(datasets, methods, splits or (QUICK_SPLITS if quick else None), max_rows)
     report_dir = Path(report_dir) if report_dir else Path(results) / "report"
     path = Path(results) / "results.sqlite"
+    prefix = "table1-quick" if quick else "table1"
     try:
         with ResultStore(path) as store, runner.dask_client(scheduler, workers) as client:
             saving = {"checkpoints": str(Path(checkpoints or Path(results) / "checkpoints").absolute()),
                       "checkpoint_interval": checkpoint_interval}
-            counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None, saving)
+            on_record = None
+            if export is not None:
+                for name in datasets:
+                    store.restore(report.read_tasks(report.tasks_path(export, prefix, name)))
+                on_record = lambda task: _export(store, [task.dataset], max_rows, export, prefix)  # noqa: E731
+            counts = runner.run(tasks, store, client, progress, QUICK_GATE_N if quick else None, saving,
+                                on_record)
             rows = store.rows(task.key for task in tasks)
             outcome = Outcome(counts, report.write_tables(rows, report_dir), skipped)
             lines = [line for line in report.summarise(rows) if line["splits"]]
             if lines:
                 outcome.written.append(plots.table_bars(lines, report_dir / "table1-bars.png"))
             if export is not None:
-                outcome.written += report.export_datasets(rows, export, "table1-quick" if quick else "table1")
+                outcome.written += _export(store, datasets, max_rows, export, prefix)
             if make_figures:
                 _figures(client, store, datasets, max_rows, report_dir, outcome)
     except KeyboardInterrupt:
@@ -103,6 +114,15 @@ def experiments(datasets: list[str] | None, methods: list[str] | None, *, splits
             finished = len(store.finished(task.key for task in tasks))
         raise Interrupted(finished, len(tasks), path) from None
     return outcome
+
+
+def _export(store: ResultStore, datasets: list[str], max_rows: int | None, directory: Path,
+            prefix: str) -> list[Path]:
+    """``report.export_datasets`` of every row the store holds for ``datasets`` at ``max_rows``
+    (this run's, earlier runs' and those restored from the export, of any code version)."""
+    rows = [row for row in store.rows() if row["dataset"] in datasets
+            and json.loads(row["params"])["data"]["max_rows"] == max_rows]
+    return report.export_datasets(rows, directory, prefix)
 
 
 def _figures(client, store: ResultStore, datasets: list[str], max_rows: int | None, directory: Path,

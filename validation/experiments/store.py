@@ -7,6 +7,7 @@ makes a new key. Each row also holds the package versions, the timings, the test
 the training leave-one-out error, the method's statistics (JSON), the status (``STATUSES``),
 the error text of a task that did not finish and the run that recorded it (``run``). Only
 ``ok`` rows count as finished: a rerun retries failed, skipped and refused tasks.
+``restore`` puts back rows read from an export (``report.read_tasks``), as they were.
 
 The ``gates`` table caches the cross-check gate (``validation.experiments.gate``) of each
 fast solver under an environment (package versions and code version); the ``figures``
@@ -135,6 +136,24 @@ class ResultStore:
             self._db.execute(f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) VALUES "
                              f"({', '.join('?' * len(COLUMNS))})", [values[c] for c in COLUMNS])
             self._release([tuple(row[k] for k in KEY)], run)
+
+    def restore(self, rows: Iterable[dict]) -> int:
+        """Insert the ``ok`` rows of ``rows`` (as ``rows`` returns them, e.g. read back from an
+        export's task rows, ``report.read_tasks``) whose key the store lacks, as they were
+        (their run and time included); returns how many. A row the store holds is kept."""
+        values = []
+        for row in rows:
+            if row.get("status") != "ok":
+                continue
+            value = {c: row.get(c) for c in COLUMNS}
+            for column in JSONS:
+                value[column] = json.dumps(value[column] or {}, sort_keys=True, default=_plain)
+            values.append([value[c] for c in COLUMNS])
+        with self._transaction():
+            before = self._db.total_changes
+            self._db.executemany(f"INSERT OR IGNORE INTO results ({', '.join(COLUMNS)}) VALUES "
+                                 f"({', '.join('?' * len(COLUMNS))})", values)
+            return self._db.total_changes - before
 
     def finished(self, keys: Iterable[tuple]) -> set[tuple]:
         """The keys among ``keys`` whose row has status ``ok``."""

@@ -1,7 +1,7 @@
 """One task of the experiments: a (data set, split, method), what it measures, and the plan.
 
 ``run_task`` is what a Dask worker executes: it loads the split itself (names travel, not
-arrays), fits the method on the training part, and measures the fit time, the 3-NN test
+arrays), fits the method on the training part (or its subset, ``protocol.fit_subset``), and measures the fit time, the 3-NN test
 error (or the classifier's) and the training error by leave-one-out. It never raises: a
 failure becomes a row with status "failed" and the traceback, a peer that is not
 installed a row with status "skipped" and the reason. With a folder of ``checkpoints``, the
@@ -29,7 +29,7 @@ import numpy as np
 from validation import peers
 from validation.experiments.knn import knn_error, nearest_neighbours
 from validation.experiments.methods import Fitted, method, method_params
-from validation.experiments.protocol import K, data_params, dataset_spec, load_split
+from validation.experiments.protocol import K, data_params, dataset_spec, fit_subset, load_split
 from validation.experiments.store import KEY
 from validation.experiments.versions import code_version, package_versions
 
@@ -71,7 +71,7 @@ def plan(datasets: list[str], methods: list[str], splits: int | None = None,
         spec = dataset_spec(name)
         for split in range(min(spec.n_splits, splits) if splits else spec.n_splits):
             for method_name in methods:
-                params = {"data": data_params(name, max_rows),
+                params = {"data": data_params(name, max_rows, method_name),
                           "method": method_params(method_name, spec.tol)}
                 tasks.append(Task(name, split, method_name, json.dumps(params, sort_keys=True),
                                   code_version()))
@@ -128,7 +128,8 @@ def _measure(task: Task, checkpoint: Path | None, interval: float) -> dict:
         tick = time.perf_counter()
         resumed = checkpoint is not None and checkpoint.exists()
         options = None if checkpoint is None else {"checkpoint": str(checkpoint), "checkpoint_interval": interval}
-        fitted = chosen.fit(X_train, split.y_train, params["method"], options)
+        fitted = chosen.fit(*fit_subset(X_train, split.y_train, params["data"].get("fit_rows")),
+                            params["method"], options)
         fit_seconds = time.perf_counter() - tick
         tick = time.perf_counter()
         test_error, loo_error = evaluate(fitted, X_train, split.y_train, X_test, split.y_test, K)

@@ -7,7 +7,7 @@ import pytest
 
 from validation import datasets
 from validation.experiments import protocol
-from validation.experiments.protocol import DataSpec, data_params, load_split, missing_data
+from validation.experiments.protocol import DataSpec, data_params, fit_subset, load_split, missing_data
 
 
 def test_a_split_is_70_30_stratified_and_fixed_by_its_index():
@@ -84,3 +84,14 @@ def test_data_params_record_the_protocol():
     assert data_params("fashion-mnist", 300)["pca"] == 164
     assert data_params("fashion-mnist")["test_fraction"] == "fixed"
     assert protocol.DATASETS["letters"].n_splits == 10 and protocol.DATASETS["iris"].n_splits == 100
+
+
+def test_quadratic_methods_fit_on_fashion_mnists_stratified_subset_and_others_on_all():
+    assert data_params("fashion-mnist", method="nca")["fit_rows"] == 10_000
+    assert "fit_rows" not in data_params("fashion-mnist", method="lmnn")
+    assert "fit_rows" not in data_params("letters", method="nca")  # letters: every method on all
+    y = np.repeat(np.arange(4), [10, 20, 30, 40])
+    X = np.arange(100.0)[:, None]
+    X_fit, y_fit = fit_subset(X, y, 50)
+    assert np.bincount(y_fit).tolist() == [5, 10, 15, 20] and np.all(np.diff(X_fit[:, 0]) > 0)
+    assert fit_subset(X, y, None)[0] is X and fit_subset(X, y, 100)[0] is X

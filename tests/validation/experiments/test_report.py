@@ -13,10 +13,14 @@ from validation.records import provenance, read_record
 PROVENANCE = provenance("lmnn-sdp experiments --report R")
 
 
-def row(dataset, method, split, test, loo=0.05, status="ok", stats=None, error=None):
-    return {"dataset": dataset, "method": method, "split": split, "test_error": test,
-            "train_loo_error": loo, "fit_seconds": 2.0, "status": status, "stats": stats or {},
-            "error": error}
+PARAMS = '{"data": {"max_rows": null}, "method": {}}'
+
+
+def row(dataset, method, split, test, loo=0.05, status="ok", stats=None, error=None, version="v1",
+        finished_at="2026-11-26T00:00:00+00:00"):
+    return {"dataset": dataset, "method": method, "split": split, "params": PARAMS,
+            "code_version": version, "test_error": test, "train_loo_error": loo, "fit_seconds": 2.0,
+            "status": status, "stats": stats or {}, "error": error, "finished_at": finished_at}
 
 
 def test_mean_and_sample_std():
@@ -75,3 +79,22 @@ def test_table_1_transcription_spot_checks():
     assert paper_error("mnist", "multimetric") == 1.18 and paper_error("wine", "euclidean") == 25.00
     assert paper_error(None, "lmnn") is None and paper_error("iris", "pylmnn") is None
     assert all(0 < v < 50 for column in TABLE_1.values() for v in column.values())
+
+
+def test_an_export_keeps_every_task_row_and_tables_each_methods_fullest_code_version(tmp_path):
+    from validation.experiments.report import export_datasets, newest, read_tasks, tasks_path
+    rows = [row("letters", "lmnn", 0, 0.04, version="old", finished_at="2026-11-01T00:00:00+00:00"),
+            row("letters", "lmnn", 1, 0.02, version="old", finished_at="2026-11-01T00:00:00+00:00"),
+            row("letters", "lmnn", 0, 0.03, version="new", loo=float("nan")),  # fewer: the old one is tabled
+            row("letters", "svm", 0, 0.05, version="a", finished_at="2026-11-01T00:00:00+00:00"),
+            row("letters", "svm", 0, 0.06, version="b")]  # a tie: the newer one is tabled
+    assert [(r["method"], r["code_version"], r["split"]) for r in newest(rows)] == [
+        ("lmnn", "old", 0), ("lmnn", "old", 1), ("svm", "b", 0)]
+    export_datasets(rows, tmp_path, "table1", command="python -m test")
+    back = read_tasks(tasks_path(tmp_path, "table1", "letters"))
+    assert len(back) == 5 and back[0]["code_version"] == "new" and back[0]["train_loo_error"] is None  # NaN: null
+    assert {(r["code_version"], r["split"], r["test_error"]) for r in back} == {
+        (r["code_version"], r["split"], r["test_error"]) for r in rows}
+    table = read_record(tmp_path / "table1-letters.csv")[1]
+    assert [(r["method"], r["splits"], r["code_version"]) for r in table] == [("lmnn", "2", "old"), ("svm", "1", "b")]
+    assert read_tasks(tmp_path / "absent.jsonl") == []

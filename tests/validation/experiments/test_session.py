@@ -1,6 +1,7 @@
 """``lmnn-sdp experiments --quick`` end to end on a LocalCluster of 2 worker processes, and a
 resumed run: one result row deleted (as a run killed before that task finished), the rerun
-computes that task only, redraws the figures from the store's cache and exports the table;
+computes that task only, redraws the figures from the store's cache and exports the table, and
+a run on a new store restores it from the export and computes nothing;
 Ctrl-C on the command (a subprocess); two runs at once on one store."""
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def test_quick_run_end_to_end_then_resume_after_losing_a_row(tmp_path, capsys, m
     with ResultStore(tmp_path / "results.sqlite") as store:
         after = {(r["dataset"], r["method"]): r["finished_at"] for r in store.rows()}
     assert {key: after[key] for key in kept} == kept  # nothing else was recomputed
+
+    for lost_store in tmp_path.glob("results.sqlite*"):  # the machine is lost; the export was committed
+        lost_store.unlink()
+    submitted.clear()
+    assert main([*argv, "--export", str(tmp_path / "export"), "--no-figures"]) == 0
+    assert "0 ok, 0 failed, 0 skipped, 0 refused, 6 finished" in capsys.readouterr().out
+    assert submitted == [] and error_table(report) == first
     assert ("wine", "lmnn") in after
 
 

@@ -171,3 +171,18 @@ def test_figure_data_come_back_without_pickle_and_by_their_key(tmp_path):
         assert store.figure("ellipses", "key-2") is None and store.figure("convergence", "key-1") is None
     assert np.array_equal(back["X"], data["X"]) and back["labels"].tolist() == ["a", "b"]
     assert back["gap"] == 3e-7 and back["n"] == 3 and math.isnan(back["stages"][0]["lower"])
+
+
+def test_restore_inserts_the_ok_rows_the_store_lacks_as_they_were(tmp_path):
+    with ResultStore(tmp_path / "a.sqlite") as store:
+        store.record(row(0, test_error=0.25, train_loo_error=float("nan"), stats={"gap": 1e-7}), run="r1")
+        store.record(row(1, status="failed", error="boom"))
+        saved = store.rows()
+    with ResultStore(tmp_path / "b.sqlite") as store:
+        store.record(row(2, test_error=0.5))
+        assert store.restore([*saved, {**saved[0], "split": 2, "test_error": 0.9}]) == 1  # split 2 kept
+        assert store.restore(saved) == 0
+        back = {r["split"]: r for r in store.rows()}
+    assert sorted(back) == [0, 2] and back[2]["test_error"] == 0.5  # failed rows are not restored
+    assert back[0]["run"] == "r1" and back[0]["finished_at"] == saved[0]["finished_at"]
+    assert back[0]["stats"] == {"gap": 1e-7} and math.isnan(back[0]["train_loo_error"])

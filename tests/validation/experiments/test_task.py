@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 
@@ -10,7 +11,7 @@ import pytest
 
 from lmnn_sdp.core.problem import distance_matrix
 from validation import peers
-from validation.experiments import methods, task
+from validation.experiments import methods, protocol, task
 from validation.experiments.methods import Fitted, Method
 from validation.experiments.protocol import load_split
 from validation.experiments.task import evaluate, plan, run_task
@@ -206,3 +207,20 @@ def test_with_checkpoint_reaches_the_one_checkpointed_fit_inside_a_method():
     scaler = methods.with_checkpoint(StandardScaler(), options)  # closed form: nothing to save
     assert "checkpoint" not in scaler.get_params()
     assert methods.with_checkpoint(fast_solver.NCA(), None).checkpoint is None
+
+
+def test_a_subset_method_fits_on_the_subset_and_classifies_by_the_whole_training_part(monkeypatch):
+    seen = []
+
+    def record(X, y, params, checkpoint=None):
+        seen.append(len(y))
+        return Fitted({}, transform=lambda Z: np.asarray(Z))
+
+    monkeypatch.setitem(methods.METHODS, "nca", Method(record))
+    monkeypatch.setitem(protocol.DATASETS, "wine", dataclasses.replace(protocol.DATASETS["wine"], fit_rows=50))
+    [nca] = plan(["wine"], ["nca"], splits=1)
+    assert json.loads(nca.params)["data"]["fit_rows"] == 50
+    row = run_task(nca)
+    split = load_split("wine", 0)
+    test, loo = brute_force_errors(split.X_train, split.y_train, split.X_test, split.y_test)
+    assert seen == [50] and row["test_error"] == pytest.approx(test) and row["train_loo_error"] == pytest.approx(loo)
