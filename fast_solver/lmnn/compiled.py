@@ -209,24 +209,46 @@ def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def ray_change(target_c, pair_c, ptr, t, quadratic, gamma, mu):  # pragma: no cover - compiled
-    """``F_gamma(t) - F_gamma(0)`` along a ray whose distances are ``zz + 2 t zy + t^2 yy``
-    (``quadratic``: ``L + t V``) or ``zz + t yy`` (``M + t V^T V``), from the coefficients of
-    ``ray_coefficients``; each term is a change, so differences far below the rounding of
-    ``F_gamma`` itself are resolved."""
+def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, kink):  # pragma: no cover - compiled
+    """Sort the triplets of a ray (``ray_coefficients``) by the pieces of the smoothed hinge
+    their ``h(t) = h_0 + lin(t) beta + q(t) kappa`` meets on ``[0, t_hi]`` (``lin = 2 t``,
+    ``q = t^2`` along ``L + t V``; ``lin = 0``, ``q = t`` along ``M + t V^T V``), from its least
+    and largest value there: at most 0 throughout, the hinge's change is 0; at least
+    ``gamma`` throughout, it is ``h(t) - h_0``, whose ``beta`` and ``kappa`` are summed per point
+    into the returned (n, 2); otherwise ``kink[p, a]`` is set (P, k)."""
     n, k = target_c.shape[0], target_c.shape[1]
-    lin = 2.0 * t if quadratic else 0.0
-    q = t * t if quadratic else t
-    per_point = np.zeros(n)
+    linear = np.zeros((n, 2))
     for i in prange(n):
-        pull = 0.0
-        push = 0.0
-        for a in range(k):
-            pull += lin * target_c[i, a, 1] + q * target_c[i, a, 2]
         for p in range(ptr[i], ptr[i + 1]):
-            dp = lin * pair_c[p, 1] + q * pair_c[p, 2]
             for a in range(k):
-                dt = lin * target_c[i, a, 1] + q * target_c[i, a, 2]
-                push += _huber_change(1.0 + target_c[i, a, 0] - pair_c[p, 0], dt - dp, gamma)
-        per_point[i] = (1.0 - mu) * pull + mu * push
-    return per_point.sum()
+                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0]
+                beta = target_c[i, a, 1] - pair_c[p, 1]
+                kappa = target_c[i, a, 2] - pair_c[p, 2]
+                if quadratic:
+                    end = h0 + 2.0 * t_hi * beta + t_hi * t_hi * kappa
+                    low, high = min(h0, end), max(h0, end)
+                    if kappa != 0.0 and 0.0 < -beta / kappa < t_hi:
+                        vertex = h0 - beta * beta / kappa
+                        low, high = min(low, vertex), max(high, vertex)
+                else:
+                    end = h0 + t_hi * kappa
+                    low, high = min(h0, end), max(h0, end)
+                kink[p, a] = False
+                if high <= 0.0:
+                    continue
+                if low >= gamma:
+                    linear[i, 0] += beta
+                    linear[i, 1] += kappa
+                    continue
+                kink[p, a] = True
+    return linear
+
+
+@njit(parallel=True, cache=True)
+def kink_change(h0, beta, kappa, lin, q, gamma):  # pragma: no cover - compiled
+    """``sum_t s(h0_t + lin beta_t + q kappa_t) - s(h0_t)`` over the triplets of ``ray_pieces``'s
+    ``kink``, each term free of cancellation (``_huber_change``)."""
+    total = 0.0
+    for t in prange(len(h0)):
+        total += _huber_change(h0[t], lin * beta[t] + q * kappa[t], gamma)
+    return total

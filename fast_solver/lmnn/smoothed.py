@@ -45,6 +45,7 @@ from lmnn_sdp.core.whitening import ClusterWhitening
 
 PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
 PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
+RAY_REACH = 4.0  # a ray sorts its triplets by the hinge's pieces on [0, RAY_REACH t] (``ray``)
 
 
 class PairGraph:
@@ -292,10 +293,13 @@ class SmoothedObjective:
         ``M_c + t V_c^T V_c`` (``M = L^T L``); ``V`` (C, r, r), clusters with ``V_c = 0`` stay.
 
         Every distance is a polynomial in ``t`` (``zz + 2 t zy + t^2 yy``, or ``zz + t yy``
-        along the metric), so its coefficients are formed once and each ``t`` costs one pass
-        over the triplets without matrix products; the change is summed term by term
-        (``compiled.ray_change``), so decreases far below the rounding of ``F_gamma`` itself
-        are seen."""
+        along the metric), so its coefficients are formed once and no ``t`` needs a matrix
+        product. On a reach ``[0, RAY_REACH t]`` (formed at the first ``t`` beyond the last
+        reach) the triplets are sorted by the hinge's pieces they meet
+        (``compiled.ray_pieces``): those on its zero or its linear piece throughout are summed
+        once as polynomials, so a ``t`` passes only over the triplets near a kink. The change
+        is summed term by term (``compiled.kink_change``), so decreases far below the
+        rounding of ``F_gamma`` itself are seen."""
         ev = self.current
         Y = np.zeros_like(self.Z)
         for c in np.flatnonzero(V.any(axis=(1, 2))):
@@ -304,12 +308,30 @@ class SmoothedObjective:
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
                                  target_c, pair_c)
+        pull = target_c[:, :, 1].sum(), target_c[:, :, 2].sum()
+        kink = np.empty((len(self.ws), k), dtype=bool)
         work = (len(self.ws) + n) * k
+        reach = [-1.0, None]  # t_hi, and the pieces on [0, t_hi]
+
+        def pieces(t_hi: float) -> tuple:
+            with compiled.threads_for(work):
+                linear = compiled.ray_pieces(target_c, pair_c, self.ws.ptr, t_hi, not metric, ev.gamma,
+                                             kink).sum(axis=0)
+            pair, rank = np.nonzero(kink)
+            owner = self.ws.owner[pair]
+            return (linear, 1.0 + target_c[owner, rank, 0] - pair_c[pair, 0],
+                    target_c[owner, rank, 1] - pair_c[pair, 1], target_c[owner, rank, 2] - pair_c[pair, 2])
 
         def change(t: float) -> float:
-            with compiled.threads_for(work):
-                return compiled.ray_change(target_c, pair_c, self.ws.ptr, float(t), not metric,
-                                          ev.gamma, self.mu)
+            t = float(t)
+            if t > reach[0]:
+                reach[:] = RAY_REACH * t, pieces(RAY_REACH * t)
+            (lin_beta, lin_kappa), h0, beta, kappa = reach[1]
+            lin, q = (0.0, t) if metric else (2.0 * t, t * t)
+            with compiled.threads_for(len(h0)):
+                kinks = compiled.kink_change(h0, beta, kappa, lin, q, ev.gamma)
+            push = lin * lin_beta + q * lin_kappa + kinks
+            return (1.0 - self.mu) * (lin * pull[0] + q * pull[1]) + self.mu * push
         return change
 
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:

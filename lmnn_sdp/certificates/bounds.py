@@ -367,7 +367,8 @@ def _free_triplets(problem: LMNNProblem, Xr: np.ndarray, owner: np.ndarray, t: n
                    lam: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
     """The triplets (T,) whose impostor equals its point on the inputs (``C_il = 0`` exactly,
     module docstring) and their ``sum_t lambda_t C_ij`` per cluster of ``j``, PSD: (C, r, r)."""
-    free = ~np.any(problem.X[t[:, 0]] != problem.X[t[:, 2]], axis=1)
+    rows = problem.row_labels()
+    free = rows[t[:, 0]] == rows[t[:, 2]]
     return free, grouped_scatter(Xr, t[free, 0], t[free, 1], lam[free], owner[t[free, 1]], C)
 
 

@@ -511,6 +511,23 @@ class LMNNProblem:
             self._derived["pull"] = _readonly(V.T @ V)
         return self._derived["pull"]
 
+    def row_labels(self) -> np.ndarray:
+        """Labels (n,) equal exactly for the points whose rows of ``X`` are equal (``-0.0``
+        equal to ``0.0``), computed once per problem.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from lmnn_sdp import LMNNProblem
+        >>> problem = LMNNProblem(np.array([[0.0], [1.0], [-0.0], [1.0]]), [0, 0, 1, 1], k=1)
+        >>> problem.row_labels().tolist()
+        [0, 1, 0, 1]
+        """
+        if "rows" not in self._derived:
+            labels = np.unique(self.X + 0.0, axis=0, return_inverse=True)[1]
+            self._derived["rows"] = _readonly(labels.reshape(-1).astype(np.intp))
+        return self._derived["rows"]
+
     def target_distances(self, M, clusters=None) -> np.ndarray:
         """The distances ``D_M(x_i, x_j)`` of every point to its target neighbours.
 

@@ -102,7 +102,7 @@ def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gam
     base = brute_force(problem, whitening.lift(M), gamma, clusters)[0]
     objective.evaluate(L, gamma)
     along_L, along_M = objective.ray(V), objective.ray(V, metric=True)
-    for t in (0.0, 1e-3, 0.2, 1.5):
+    for t in (0.0, 1e-3, 0.2, 1.5, 0.05, 9.0):  # within the reach formed at 1.5, then beyond it
         at_L = whitening.lift(np.matmul((L + t * V).transpose(0, 2, 1), L + t * V))
         assert along_L(t) == pytest.approx(brute_force(problem, at_L, gamma, clusters)[0] - base,
                                            rel=1e-9, abs=1e-9 * base)
