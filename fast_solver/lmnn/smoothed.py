@@ -227,7 +227,8 @@ class SmoothedObjective:
         (u_a^T L C_t q_b)^2`` (``2 V G`` is diagonal in that basis; the sum runs over the
         triplets in transition, ``C_t = a a^T - b b^T`` with ``a = x_i - x_j``, ``b = x_i - x_l``);
         ``lambda`` below 0 counts as 0, and entries below ``PRECONDITION_FLOOR`` of the largest
-        are raised to it.
+        are raised to it; a cluster whose diagonal vanishes (a collapsed metric, no triplet in
+        transition) is left unscaled.
 
         Returns
         -------
@@ -240,7 +241,9 @@ class SmoothedObjective:
         parts = []
         for (U, Q, lam), D in zip(bases, diagonal):
             scale = 2.0 * np.maximum(lam, 0.0)[None, :] + D
-            parts.append((U, Q, 1.0 / np.maximum(scale, PRECONDITION_FLOOR * scale.max())))
+            top = scale.max()
+            parts.append((U, Q, 1.0 / np.maximum(scale, PRECONDITION_FLOOR * top) if top > 0.0
+                          else np.ones_like(scale)))
 
         def apply(R: np.ndarray) -> np.ndarray:
             return np.stack([U @ ((U.T @ Rc @ Q) * inverse) @ Q.T for (U, Q, inverse), Rc in zip(parts, R)])

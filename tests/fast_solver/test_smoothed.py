@@ -3,6 +3,8 @@ dual matrix, gradient and Hessian products by finite differences."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
@@ -175,3 +177,16 @@ def test_the_preconditioner_samples_many_transition_triplets_evenly(setting, mon
     sampled = objective._hinge_curvature(bases)
     assert not np.allclose(sampled, exact)
     assert sampled.sum() == pytest.approx(exact.sum(), rel=0.5)
+
+
+def test_the_preconditioner_leaves_a_cluster_with_a_vanishing_diagonal_unscaled(setting):
+    *_, objective, L = setting
+    L = L.copy()
+    L[-1] = 0.0  # a collapsed metric: its triplets all active beyond the band, none in transition
+    ev = objective.evaluate(L, 1e-3)
+    R = np.random.default_rng(5).normal(size=L.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        applied = objective.preconditioner()(R)
+    assert np.all(np.isfinite(applied)) and float(np.sum(applied * R)) > 0  # still positive definite
+    assert ev.n_active > 0
