@@ -31,12 +31,15 @@ Every scale only falls, and never below the single scale that would serve all cl
 (a scale that keeps every ``Z_c`` PSD keeps each fixed part larger), so the bound is at
 least that of one ``alpha`` for all; it costs ``(1 - alpha_c)`` of the impostor
 multipliers of the clusters that need it instead of ``(1 - alpha)`` of all of them.
-The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from ``O(n)``-term sums
+The shift ``s_c`` is a rounding allowance: ``Z_c`` is assembled from sums over pairs
 and its eigenvalues computed in floating point, so we demand a computed smallest
-eigenvalue of at least ``s_c = 16 (2n + r + k) eps sum_p |w_p| (|x_a|^2 + |x_b|^2)`` over
-the pairs ``(a, b)`` with weight ``w_p`` that ``Z_c`` sums, which bounds those rounding
-errors (a Laplacian form ``X^T L X`` errs with the sizes of the points, not of their
-differences, so the sums are of ``|x_a|^2 + |x_b|^2``). All of it runs in a reduced
+eigenvalue of at least ``s_c = 16 eps sum_p |w_p| (|x_a|^2 + |x_b|^2) (m_p + r + k)``
+over the pairs ``(a, b)`` with weight ``w_p`` that ``Z_c`` sums, ``m_p`` the roundings a
+term of the pair passes through, at most ``2n`` (``_allowance``: about three times the
+pairs at its ends plus ``core.space.cross_terms(n)``, some 1,030 at n = 60,000, where a
+product over all rows would take n), which bounds those rounding errors (a Laplacian form ``X^T L X`` errs
+with the sizes of the points, not of their differences, so the sums are of
+``|x_a|^2 + |x_b|^2``). All of it runs in a reduced
 space (``core.space.sphered_space`` by default, or any basis of the data range such as
 the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
@@ -70,7 +73,14 @@ import scipy.optimize
 
 from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.core.psd import check_psd
-from lmnn_sdp.core.space import ReducedSpace, cluster_scatter, grouped_scatter, pull_matrices, sphered_space
+from lmnn_sdp.core.space import (
+    ReducedSpace,
+    cluster_scatter,
+    cross_terms,
+    grouped_scatter,
+    pull_matrices,
+    sphered_space,
+)
 
 _EPS = np.finfo(float).eps
 _BLOCK = 1 << 16  # triplets per block of difference vectors
@@ -342,25 +352,46 @@ def check_genuine_triplets(problem: LMNNProblem, triplets: np.ndarray) -> None:
 
 def _allowance(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray, A: np.ndarray,
                t: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """The rounding allowance ``s_c`` of every cluster (module docstring), shape (C,)."""
+    """The rounding allowance ``s_c`` of every cluster, shape (C,):
+    ``16 eps sum_p |w_p| (|x_a|^2 + |x_b|^2) (m_p + r + k)`` over the pairs ``(a, b)`` with
+    weight ``w_p`` that ``Z_c`` sums (targets with ``1 - mu``, triplets' target and impostor
+    pairs with ``lambda_t``), ``m_p`` the smaller of ``2n`` and the roundings a term of pair
+    ``p`` passes through in ``core.space.pair_scatter`` (``_pair_roundings``), ``r + k`` for
+    assembling ``Z_c`` and its eigenvalues. The error of an entry of ``Xr^T Lap Xr`` is at
+    most ``gamma_m`` times ``sum_p |w_p| (|x_a| + |x_b|)(|x_a| + |x_b|)^T`` taken entrywise,
+    whose spectral norm is at most ``2 sum_p |w_p| (|x_a|^2 + |x_b|^2)``: a Laplacian form
+    errs with the sizes of the points, not of their differences. With
+    ``gamma_m = m (eps/2) / (1 - m eps/2)``, the factor ``16 eps`` leaves a margin of 16 on
+    ``_pair_roundings`` (and of 3 on ``2n``, the count of the product over all rows that the
+    allowance took before; a term passes through at most about ``5n`` roundings there), wide
+    enough for the ``C + 2`` sums that assemble ``Z_c``. ``2n`` keeps every certificate of
+    the earlier allowance valid. Tested against exact arithmetic in
+    ``tests/lmnn_sdp/test_bounds_rounding.py``."""
     n, k = problem.targets.shape
-    factor = 8 * (2 * n + space.rank + k) * _EPS
-    return factor * 2 * _assembly_sizes(space.inputs, owner, problem.targets, 1.0 - problem.mu, t, lam, len(A))
-
-
-def _assembly_sizes(Xr: np.ndarray, owner: np.ndarray, targets: np.ndarray, pull_weight: float,
-                    t: np.ndarray, lam: np.ndarray, C: int) -> np.ndarray:
-    """Per cluster ``c``: ``sum_p |w_p| (|x_a|^2 + |x_b|^2)`` over the pairs ``(a, b)`` that
-    ``Z_c`` sums (targets with ``1 - mu``, triplets' target and impostor pairs with
-    ``lambda_t``), shape (C,): the scale of the rounding of its Laplacian form, which sees
-    the points, not their differences (coinciding points give ``C_ab = 0`` up to it)."""
+    Xr = space.inputs
     sq = np.einsum("nr,nr->n", Xr, Xr)
-    i = np.repeat(np.arange(len(targets)), targets.shape[1])
-    j = targets.ravel()
-    total = pull_weight * np.bincount(owner[j], weights=sq[i] + sq[j], minlength=C)
-    total += np.bincount(owner[t[:, 1]], weights=lam * (sq[t[:, 0]] + sq[t[:, 1]]), minlength=C)
-    total += np.bincount(owner[t[:, 2]], weights=lam * (sq[t[:, 0]] + sq[t[:, 2]]), minlength=C)
-    return total
+    i, j = np.repeat(np.arange(n), k), problem.targets.ravel()
+    pairs = [(i, j, np.full(len(j), 1.0 - problem.mu), owner[j]),
+             (t[:, 0], t[:, 1], lam, owner[t[:, 1]]), (t[:, 0], t[:, 2], lam, owner[t[:, 2]])]
+    roundings = _pair_roundings([(a, b) for a, b, _, _ in pairs], n)
+    total = np.zeros(len(A))
+    for a, b, w, group in pairs:
+        m = np.minimum(roundings(a, b), 2 * n) + space.rank + k
+        total += np.bincount(group, weights=np.abs(w) * (sq[a] + sq[b]) * m, minlength=len(A))
+    return 16 * _EPS * total
+
+
+def _pair_roundings(pairs: list, n: int):
+    """``(a, b) -> m_p`` (P,), the roundings a term of pair ``(a, b)`` passes
+    through in ``core.space.pair_scatter`` on any graph of some of ``pairs`` (lists of ends
+    ``(a, b)``) over at most ``n`` points: with ``inc(u)`` the pairs at ``u`` (both ends,
+    duplicates counted), an entry of ``W + W^T`` sums at most ``inc(u)`` weights, a degree at
+    most ``inc(u)`` entries, a row of ``Lap Xr`` at most ``inc(u) + 1`` products, so a term of
+    row ``u`` takes at most ``3 inc(u) + 3`` roundings there, ``core.space.cross_terms(n)`` in
+    the product over the rows and 2 in the symmetrisation."""
+    inc = np.bincount(np.concatenate([np.concatenate([a, b]) for a, b in pairs]), minlength=n)
+    rest = cross_terms(n) + 5
+    return lambda a, b: 3.0 * np.maximum(inc[a], inc[b]) + rest
 
 
 def _free_triplets(problem: LMNNProblem, Xr: np.ndarray, owner: np.ndarray, t: np.ndarray,

@@ -36,7 +36,9 @@ def test_a_certificate_of_the_previous_format_loads_and_verifies(path):
     loaded = certificates.load(path)
     verified = loaded.verify()
     assert verified.provenance == "verified" and verified.certified
-    assert verified.relative_gap == pytest.approx(fields["relative_gap"], rel=1e-6)
+    # the rounding allowance may have shrunk since (never grown): the same multipliers prove as much or more
+    assert verified.relative_gap <= fields["relative_gap"] * (1 + 1e-6)
+    assert verified.relative_gap == pytest.approx(fields["relative_gap"], rel=0.5)
     schema_validator().validate(fields)
 
 
