@@ -127,32 +127,19 @@ class ResultStore:
                              f"unknown {sorted(unknown)}")
         if row.get("status") not in STATUSES:
             raise ValueError(f"row: status must be one of {STATUSES}, got {row.get('status')!r}")
-        values = {c: row.get(c) for c in COLUMNS}
-        for column in JSONS:
-            values[column] = json.dumps(values[column] or {}, sort_keys=True, default=_plain)
-        values["finished_at"] = values["finished_at"] or _now()
-        values["run"] = run or values["run"]
+        values = _stored({**row, "finished_at": row.get("finished_at") or _now(), "run": run or row.get("run")})
         with self._transaction():
-            self._db.execute(f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) VALUES "
-                             f"({', '.join('?' * len(COLUMNS))})", [values[c] for c in COLUMNS])
+            self._db.execute(f"INSERT OR REPLACE INTO results {_INSERT}", values)
             self._release([tuple(row[k] for k in KEY)], run)
 
     def restore(self, rows: Iterable[dict]) -> int:
         """Insert the ``ok`` rows of ``rows`` (as ``rows`` returns them, e.g. read back from an
         export's task rows, ``report.read_tasks``) whose key the store lacks, as they were
         (their run and time included); returns how many. A row the store holds is kept."""
-        values = []
-        for row in rows:
-            if row.get("status") != "ok":
-                continue
-            value = {c: row.get(c) for c in COLUMNS}
-            for column in JSONS:
-                value[column] = json.dumps(value[column] or {}, sort_keys=True, default=_plain)
-            values.append([value[c] for c in COLUMNS])
+        values = [_stored(row) for row in rows if row.get("status") == "ok"]
         with self._transaction():
             before = self._db.total_changes
-            self._db.executemany(f"INSERT OR IGNORE INTO results ({', '.join(COLUMNS)}) VALUES "
-                                 f"({', '.join('?' * len(COLUMNS))})", values)
+            self._db.executemany(f"INSERT OR IGNORE INTO results {_INSERT}", values)
             return self._db.total_changes - before
 
     def finished(self, keys: Iterable[tuple]) -> set[tuple]:
@@ -327,6 +314,15 @@ def _unpacked(blob: bytes) -> dict:
     with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
         data = {name: npz[name] for name in npz.files if name != "__json__"}
         return {**json.loads(str(npz["__json__"])), **data}
+
+
+_INSERT = f"({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+
+
+def _stored(row: dict) -> list:
+    """The values of ``row`` in the order of ``COLUMNS``, its JSON columns encoded (missing: NULL)."""
+    return [json.dumps(row.get(c) or {}, sort_keys=True, default=_plain) if c in JSONS else row.get(c)
+            for c in COLUMNS]
 
 
 def _decoded(row: sqlite3.Row) -> dict:
