@@ -35,6 +35,12 @@ so Ctrl-C at a terminal, which reaches the whole process group, interrupts the r
 and the cluster then stops its workers, with the logs of the cluster and the workers
 silenced first (a worker stopped mid-task logs its lost scheduler). A Ctrl-C while the
 cluster starts is ignored; a worker process the nanny restarts later takes SIGINT as usual.
+The ``LocalCluster``'s scheduler has no worker TTL (``distributed.scheduler.worker-ttl``,
+5 min by default): its workers are processes on this machine, watched by their nannies, and
+a worker that misses heartbeats there is paused or busy (a suspended laptop, a process
+stopped with SIGSTOP, a long call that holds the GIL), not gone, and removing it would
+compute its task again from the start. A cluster given by ``--scheduler`` keeps its own
+configuration.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+import dask
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 from tqdm import tqdm as std_tqdm
 from tqdm.auto import tqdm
@@ -74,7 +81,7 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
             yield client
         return
     threads = str(max(1, (os.cpu_count() or 1) // workers))
-    with _sigint_ignored():  # inherited by the worker processes (module docstring)
+    with _sigint_ignored(), dask.config.set({"distributed.scheduler.worker-ttl": None}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR,
                                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},

@@ -205,3 +205,53 @@ def test_a_task_another_run_holds_is_waited_for_and_taken_over_when_given_up(cli
         assert [row["status"] for row in rows] == ["ok", status or "ok"]
         assert (rows[1]["run"] == other) == (status is not None)
         assert store.claims() == {}
+
+
+PAUSED_WORKER = """
+import os
+import sys
+import time
+from validation.experiments.runner import dask_client
+
+def slow(path):
+    with open(path, "a") as starts:
+        starts.write("start\\n")
+    time.sleep(6)
+    return os.getpid()
+
+if __name__ == "__main__":
+    with dask_client(None, workers=1) as client:
+        print(*client.run(os.getpid).values(), flush=True)
+        print(client.submit(slow, sys.argv[1]).result(), flush=True)
+"""
+
+
+def test_a_local_worker_paused_past_the_worker_ttl_keeps_its_task(tmp_path):
+    """A LocalCluster worker stopped (SIGSTOP) for 5 times Dask's worker TTL, then continued,
+    finishes the task it held, once: with the TTL the scheduler removed it, its nanny
+    restarted it and the task was computed again from its start."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script, starts = tmp_path / "paused_worker.py", tmp_path / "starts.txt"
+    script.write_text(PAUSED_WORKER)
+    env = dict(os.environ, DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL="2s")
+    with subprocess.Popen([sys.executable, str(script), str(starts)], stdout=subprocess.PIPE, text=True,
+                          env=env) as run:
+        try:
+            worker = int(run.stdout.readline())
+            deadline = time.monotonic() + 120
+            while not starts.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            os.kill(worker, signal.SIGSTOP)
+            time.sleep(10)
+            os.kill(worker, signal.SIGCONT)
+            out, _ = run.communicate(timeout=120)
+        finally:
+            run.kill()
+    assert run.returncode == 0
+    assert int(out.split()[-1]) == worker
+    assert starts.read_text().count("start") == 1
