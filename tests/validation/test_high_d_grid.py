@@ -175,3 +175,40 @@ def test_bad_arguments_are_refused_by_name(options, message, capsys):
     with pytest.raises(SystemExit):
         grid.main([*options, "--no-record"])
     assert message in capsys.readouterr().err
+
+
+def test_resume_keeps_the_complete_cells_and_measures_the_others_whole(tmp_path, monkeypatch):
+    """A run cut after its first cell (the second cell's rows half written) and run again with
+    ``--resume``: the first cell's rows as recorded (not measured again: same seconds), the
+    second measured whole, every row with the commit it was measured at."""
+    options = ["--n", "300", "--d", "5", "10", "--solvers", "fast", "--tols", "1e-2", "1e-4", "--budget", "300"]
+    first, _ = run(tmp_path, monkeypatch, *options)
+    path = tmp_path / "demo.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-2]) + "\n")  # the last cell lost its last two rows
+    again, growth = run(tmp_path, monkeypatch, *options, "--resume")
+    assert [(row["d"], row["solver"], row["target"]) for row in again] == [
+        (row["d"], row["solver"], row["target"]) for row in first]
+    assert again[:3] == first[:3]
+    assert [row["seconds"] for row in again[3:]] != [row["seconds"] for row in first[3:]]
+    assert all(row["commit"] and row["commit"] == first[0]["commit"] for row in again)
+    assert len(growth) == 2
+
+
+def test_resume_needs_a_record(capsys):
+    with pytest.raises(SystemExit):
+        grid.main(["--data", "synthetic", "--no-record", "--resume"])
+    assert "--resume keeps the cells of the record it writes" in capsys.readouterr().err
+
+
+def test_a_row_recorded_before_the_commit_column_gets_the_records_commit(tmp_path):
+    path = tmp_path / "old.csv"
+    path.write_text("# Written by `python -m x` at commit abc1234 on x86_64, 2 cores.\n"
+                    "n,d,solver,target,status,seconds,n_iter,detail\n"
+                    "300,5,Euclidean,no metric learned,finished,,,\n"
+                    "300,5,fast_solver,certified 1e-2,certified,1.5,12,\"2 stages\"\n")
+    rows = grid.read_rows(path)
+    assert rows[1]["n"] == 300 and rows[1]["seconds"] == 1.5 and rows[1]["n_iter"] == 12
+    assert rows[0]["seconds"] is None and {row["commit"] for row in rows} == {"abc1234"}
+    assert grid.complete_cells(rows, ["fast"], [1e-2]) == {(300, 5): rows}
+    assert grid.complete_cells(rows, ["fast"], [1e-2, 1e-4]) == {}

@@ -2,7 +2,7 @@
 
     python -m validation.benchmarks.high_d_grid [--n 10000 60000] [--d 32 64 164 300 784]
         [--solvers fast pylmnn metric-learn] [--tols 1e-2 1e-4 1e-6] [--budget SECONDS]
-        [--max-iter N] [--data fashion | synthetic] [--record NAME | --no-record]
+        [--max-iter N] [--data fashion | synthetic] [--record NAME | --no-record] [--resume]
 
 Data (``python -m validation data fetch`` first). ``fashion``: pixels / 255, the first ``n``
 training images, PCA to ``d`` dimensions fitted on them (``d = 784``: the raw pixels, no
@@ -73,6 +73,13 @@ fit. Its columns:
 * ``detail``: stages, searches and timings of our solve, the peer's iteration budget and
   warnings, the progress of a killed fit (our last stage: its end, eq. 14, estimated gap),
   the reason for a skip.
+* ``commit``: the code version the row was measured at (``records.code_version``).
+
+Resuming. A grid of hours outlives a session; ``--resume`` keeps every complete cell of the
+record it writes (the rows the command would produce for that cell, Euclidean, each target of
+ours and each requested peer, all present) and measures only the other cells, whole, so the
+ratios in a cell always come from one run. Kept rows keep their ``commit``; a row recorded
+before that column existed gets the commit of the record's first line.
 
 Skips. A solve of ours to a tighter ``tol`` is skipped when the cell's solve to the next
 looser ``tol`` was not certified (the tighter solve follows the same path further). A fit at
@@ -107,9 +114,9 @@ from pathlib import Path
 import numpy as np
 
 from lmnn_sdp.core.machine import available_cores
-from validation import peers
+from validation import peers, records
 from validation.benchmarks.common import ProcessTimeout, in_fresh_process, knn_error
-from validation.records import Recorder, add_record_option, module_command, write_text_atomic
+from validation.records import Recorder, add_record_option, code_version, module_command, read_record, write_text_atomic
 
 MODULE = "validation.benchmarks.high_d_grid"
 K, MU = 3, 0.5
@@ -127,7 +134,8 @@ OVER_BUDGET, SKIPPED, FAILED = "not finished within budget", "skipped", "failed"
 REACHED, NOT_REACHED = "reached", "not reached"
 DONE = (CERTIFIED, FINISHED)  # statuses whose seconds are a time to the row's target
 COLUMNS = ("n", "d", "solver", "target", "status", "seconds", "gap", "objective", "lower", "peak_gib",
-           "error", "vs_pylmnn", "vs_metric_learn", "n_iter", "detail")
+           "error", "vs_pylmnn", "vs_metric_learn", "n_iter", "detail", "commit")
+INTEGER_COLUMNS, TEXT_COLUMNS = ("n", "d", "n_iter"), ("solver", "target", "status", "detail", "commit")
 GROWTH_COLUMNS = ("solver", "target", "axis", "fixed", "from_size", "to_size", "exponent", "kind",
                   "from_s", "to_s")
 FORMATS = {"seconds": ".1f", "gap": ".2e", "objective": ".8g", "lower": ".8g", "peak_gib": ".2f",
@@ -154,7 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              notes=notes, command=command, columns=GROWTH_COLUMNS, formats=FORMATS)
     print(f"machine: {available_cores()} cores available; wall-clock times; budget {args.budget:g} s a fit; "
           f"{_threads()}", flush=True)
-    rows = run_grid(args.data, args.n, args.d, args.solvers, args.tols, args.budget, args.max_iter, record)
+    earlier = records.RESULTS / f"{args.record}.csv" if args.resume and args.record else None
+    kept = complete_cells(read_rows(earlier), args.solvers, args.tols) if earlier and earlier.exists() else {}
+    rows = run_grid(args.data, args.n, args.d, args.solvers, args.tols, args.budget, args.max_iter, record,
+                    kept=kept)
     growth = growth_rows(rows)
     record_growth(growth)
     _print_growth(growth)
@@ -173,6 +184,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-iter", type=int, default=1000, help="Newton iterations of our solver")
     parser.add_argument("--data", choices=("fashion", "synthetic"), default="fashion")
     add_record_option(parser, "high-d-grid")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the complete cells of the record and measure only the others")
     return parser
 
 
@@ -193,10 +206,12 @@ def _check_arguments(parser: argparse.ArgumentParser, args) -> None:
         parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
     if args.max_iter < 1:
         parser.error(f"--max-iter must be at least 1, got {args.max_iter}")
+    if args.resume and not args.record:
+        parser.error("--resume keeps the cells of the record it writes: give --record NAME, not --no-record")
 
 
 def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[str], tols: Sequence[float],
-             budget: float, max_iter: int, record=None) -> list[dict]:
+             budget: float, max_iter: int, record=None, *, kept: dict | None = None) -> list[dict]:
     """Every cell of ``ns`` x ``ds``, smaller ``n`` first: the rows of the record.
 
     Parameters
@@ -215,6 +230,9 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
         Newton iterations of our solver.
     record : callable, optional
         Called with all rows so far after every row (a ``Recorder``).
+    kept : dict, optional
+        Rows of cells measured before, by ``(n, d)`` (``complete_cells``): taken as they are,
+        not measured again.
 
     Returns
     -------
@@ -224,10 +242,16 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     """
     rows: list[dict] = []
     solvers = sorted(solvers, key=SOLVERS.index)
+    kept = kept or {}
     with tempfile.TemporaryDirectory(prefix="high-d-grid-") as folder:
         for n in ns:
             for d in ds:
                 cell = Cell(n, d, Path(folder), rows, record)
+                if (n, d) in kept:
+                    for row in kept[n, d]:
+                        cell.add(row)
+                    _print_cell(cell.rows)
+                    continue
                 euclidean = prepare_cell(data, n, d, cell.arrays)
                 cell.add(_row(solver=EUCLIDEAN, target="no metric learned", status=FINISHED, error=euclidean))
                 if "fast" in solvers:
@@ -250,7 +274,7 @@ class Cell:
         self.rows: list[dict] = []
 
     def add(self, row: dict) -> dict:
-        row = {**row, "n": self.n, "d": self.d}
+        row = {**row, "n": self.n, "d": self.d, "commit": row.get("commit") or code_version()}
         self.rows.append(row)
         self.all_rows.append(row)
         self.save()
@@ -295,6 +319,42 @@ def run_peer(cell: Cell, solver: str, budget: float) -> None:
         cell.add(time_to_value(name, measured, cell.rows))
         add_ratios(cell.rows, solver, measured)
         cell.save()
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a record's CSV with their types (``None`` for an empty cell); a row recorded
+    before the ``commit`` column gets the commit of the record's first line."""
+    line, raw = read_record(path)
+    commit = line.split(" at commit ", 1)[1].split()[0] if " at commit " in line else "unknown"
+    rows = []
+    for row in raw:
+        typed = _row(commit=commit)
+        for column, text in row.items():
+            if column not in typed or text == "":
+                continue
+            typed[column] = (text if column in TEXT_COLUMNS else int(text) if column in INTEGER_COLUMNS
+                             else float(text))
+        rows.append(typed)
+    return rows
+
+
+def complete_cells(rows: Sequence[dict], solvers: Sequence[str], tols: Sequence[float]) -> dict:
+    """The cells of ``rows`` that hold every row the grid makes for ``solvers`` and ``tols``:
+    ``{(n, d): those rows, in their order}`` (module docstring, "Resuming")."""
+    wanted = {(EUCLIDEAN, "no metric learned")}
+    if "fast" in solvers:
+        wanted |= {(OURS, certified_target(tol)) for tol in tols}
+    for solver in solvers:
+        if solver != "fast":
+            wanted.add((peer_label(solver), OWN_STOP))
+            if "fast" in solvers:
+                wanted.add((OURS, f"eq. 14 of {peer_label(solver)}"))
+    cells: dict = {}
+    for row in rows:
+        if (row["solver"], row["target"]) in wanted:
+            cells.setdefault((row["n"], row["d"]), []).append(row)
+    return {cell: found for cell, found in cells.items()
+            if {(row["solver"], row["target"]) for row in found} == wanted}
 
 
 def certified_target(tol: float) -> str:
