@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 import time
 import traceback
@@ -131,9 +132,36 @@ def _unpickled(pickled: bytes | None, trace: str) -> BaseException:
 def _peak_gib_of(pid: int) -> float | None:
     """Peak resident memory (GiB) of a running process: ``VmHWM`` of ``/proc/PID/status``."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 2**20  # kB
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return status_gib("VmHWM", pid)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def status_gib(field: str, pid: int | str = "self") -> float:
+    """A memory field of ``/proc/PID/status`` (``VmHWM``, ``VmRSS``, ...) in GiB (Linux)."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(line.split()[1] for line in lines if line.startswith(field + ":"))) / 2**20  # kB
+
+
+def growth_exponent(size_a: float, value_a: float, size_b: float, value_b: float) -> float:
+    """The exponent ``p`` of ``value = c size^p`` through two points.
+
+    Parameters
+    ----------
+    size_a, value_a, size_b, value_b : float
+        Two sizes (distinct, positive) and their positive values (seconds, memory).
+
+    Returns
+    -------
+    float
+        ``log(value_b / value_a) / log(size_b / size_a)``.
+
+    Examples
+    --------
+    >>> growth_exponent(100, 1.0, 200, 4.0)
+    2.0
+    """
+    if size_a <= 0 or size_b <= 0 or size_a == size_b or value_a <= 0 or value_b <= 0:
+        raise ValueError(f"need distinct positive sizes and positive values, got ({size_a}, {value_a}) and "
+                         f"({size_b}, {value_b})")
+    return math.log(value_b / value_a) / math.log(size_b / size_a)

@@ -75,7 +75,7 @@ fit. Its columns:
   the reason for a skip.
 * ``commit``: the code version the row was measured at (``records.code_version``).
 
-Resuming. A grid of hours outlives a session; ``--resume`` keeps every complete cell of the
+Resuming. ``--resume`` keeps every complete cell of the
 record it writes (the rows the command would produce for that cell, Euclidean, each target of
 ours and each requested peer, all present) and measures only the other cells, whole, so the
 ratios in a cell always come from one run. Kept rows keep their ``commit``; a row recorded
@@ -115,7 +115,7 @@ import numpy as np
 
 from lmnn_sdp.core.machine import available_cores
 from validation import peers, records
-from validation.benchmarks.common import ProcessTimeout, in_fresh_process, knn_error
+from validation.benchmarks.common import ProcessTimeout, growth_exponent, in_fresh_process, knn_error
 from validation.records import Recorder, add_record_option, code_version, module_command, read_record, write_text_atomic
 
 MODULE = "validation.benchmarks.high_d_grid"
@@ -584,30 +584,6 @@ def load_cell(data: str, n: int, d: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 # -- growth exponents -----------------------------------------------------------------------
-def growth_exponent(size_a: float, seconds_a: float, size_b: float, seconds_b: float) -> float:
-    """The exponent ``p`` of ``seconds = c size^p`` through two points.
-
-    Parameters
-    ----------
-    size_a, seconds_a, size_b, seconds_b : float
-        Two sizes (distinct, positive) and their positive times.
-
-    Returns
-    -------
-    float
-        ``log(seconds_b / seconds_a) / log(size_b / size_a)``.
-
-    Examples
-    --------
-    >>> growth_exponent(164, 40.2, 300, 136.7) > 2
-    True
-    """
-    if size_a <= 0 or size_b <= 0 or size_a == size_b or seconds_a <= 0 or seconds_b <= 0:
-        raise ValueError(f"need distinct positive sizes and positive times, got ({size_a}, {seconds_a}) and "
-                         f"({size_b}, {seconds_b})")
-    return math.log(seconds_b / seconds_a) / math.log(size_b / size_a)
-
-
 def fitted_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
     """The least-squares slope of log(seconds) against log(size).
 

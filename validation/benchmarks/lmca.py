@@ -86,10 +86,9 @@ def load_fashion(name: str):
     """Train and test arrays of ``name`` in ``FASHION`` (module docstring)."""
     if name != "fashion-10k-raw":
         return load(name)
-    from validation.datasets import load_fashion_mnist
+    from validation.benchmarks.high_d_grid import FASHION_PIXELS, load_cell
 
-    X_train, y_train, X_test, y_test = load_fashion_mnist()
-    return X_train[:10_000], y_train[:10_000], X_test, y_test
+    return load_cell("fashion", 10_000, FASHION_PIXELS)
 
 
 def fashion(name: str, ranks: list[int], max_iter: int, record=None, *, full_tol: float = 1e-4) -> list[dict]:

@@ -12,7 +12,7 @@ killed after ``--budget`` seconds; its memory is the peak resident memory during
 above the resident memory before it (the peak reset through ``/proc/self/clear_refs``, so
 Linux only). From the two largest sizes it finished, the growth
 exponents ``p`` of its fit seconds and of its peak memory above the process's memory before
-the fit (``growth_exponent``), and what they predict for the whole training part:
+the fit (``common.growth_exponent``; none for memory too small to see), and what they predict for the whole training part:
 ``seconds(N) = seconds(n) (N / n)^p``, likewise the memory.
 
 The record ``docs/results/subset-costs.md`` and ``.csv`` (``--record NAME`` names it,
@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from validation.benchmarks.common import ProcessTimeout, in_fresh_process
+from validation.benchmarks.common import ProcessTimeout, growth_exponent, in_fresh_process, status_gib
 from validation.records import Recorder, add_record_option, module_command
 
 COLUMNS = ("dataset", "method", "rows", "status", "seconds", "fit_gib", "seconds_exponent", "memory_exponent",
@@ -116,7 +116,7 @@ def predicted_row(a: dict, b: dict, total: int) -> dict:
     (64.0, 2.0, 0.64)
     """
     p = growth_exponent(a["rows"], a["seconds"], b["rows"], b["seconds"])
-    q = growth_exponent(a["rows"], a["fit_gib"], b["rows"], b["fit_gib"])
+    q = growth_exponent(a["rows"], a["fit_gib"], b["rows"], b["fit_gib"]) if a["fit_gib"] > 0 and b["fit_gib"] > 0 else None
     scale = total / b["rows"]
     return dict.fromkeys(COLUMNS) | dict(
         dataset=b["dataset"], method=b["method"], rows=total, status=PREDICTED,
@@ -124,14 +124,6 @@ def predicted_row(a: dict, b: dict, total: int) -> dict:
         seconds_exponent=p, memory_exponent=q,
         detail=f"from {a['rows']} and {b['rows']} rows: seconds x (N / {b['rows']})^{p:.2f}"
                + ("" if q is None else f", memory x (N / {b['rows']})^{q:.2f}"))
-
-
-def growth_exponent(n_a: int, value_a: float, n_b: int, value_b: float) -> float | None:
-    """The slope of log(value) against log(n) between two sizes; None when a value is not
-    positive (memory too small to see)."""
-    if not (value_a > 0 and value_b > 0):
-        return None
-    return math.log(value_b / value_a) / math.log(n_b / n_a)
 
 
 # -- in the fresh process -------------------------------------------------------------------
@@ -155,7 +147,7 @@ def fit_once(dataset: str, name: str, size: int) -> dict:
     tick = time.perf_counter()
     chosen.fit(X, y, method_params(name, dataset_spec(dataset).tol), None)
     seconds = time.perf_counter() - tick
-    peak = _status_gib("VmHWM")
+    peak = status_gib("VmHWM")
     return {"seconds": seconds, "fit_gib": peak - before, "detail": f"process peak {peak:.2f} GiB"}
 
 
@@ -163,13 +155,7 @@ def _reset_peak() -> float:
     """The resident memory now (GiB), with the peak reset to it (``/proc/self/clear_refs``)."""
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")
-    return _status_gib("VmRSS")
-
-
-def _status_gib(field: str) -> float:
-    with open("/proc/self/status") as handle:
-        kib = next(line.split()[1] for line in handle if line.startswith(field + ":"))
-    return int(kib) / 2**20
+    return status_gib("VmRSS")
 
 
 if __name__ == "__main__":
