@@ -413,27 +413,25 @@ class LMNNProblem:
         coincide = np.all(Xo[:, None, :] == Xo[self.targets], axis=2)  # D = 0 exactly
         target_err = np.where(coincide, 0.0, target_err)
         hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
-        push = push_err = 0.0
-        n_push = 0
+        # a triplet (i, j, l) counts, or carries error, only if 1 + D_ij - D_il > -(E_ij + e_il):
+        # D_il below the reach of i, with e_il bounded by the largest point sizes
         sizes = _largest_sizes(sigma, tau, owner)
-        for rows, D in self._impostor_blocks(metrics, owner, Xo):
-            # a triplet (i, j, l) counts, or carries error, only if 1 + D_ij - D_il > -(E_ij + e_il):
-            # D_il below the row's reach, with e_il bounded by the largest point sizes
-            e_max = rounding.distance_rounding(sigma.max(axis=0)[rows], sizes[0], tau.max(axis=0)[rows],
-                                               sizes[1], rho)
-            reach = 1.0 + (target_d[rows] + hinge_err[rows]).max(axis=1) + e_max
-            b, l = self._impostors_within(rows, D, reach)
-            i, c = rows[b], owner[l]
+        e_max = rounding.distance_rounding(sigma.max(axis=0), sizes[0], tau.max(axis=0), sizes[1], rho)
+        reach = 1.0 + (target_d + hinge_err).max(axis=1) + e_max
+        push = push_err = 0.0
+        n_terms = 0
+        for i, l, D_il in self._impostor_pairs(metrics, owner, Xo, reach):
+            c = owner[l]
             impostor_err = rounding.distance_rounding(sigma[c, i], sigma[c, l], tau[c, i], tau[c, l], rho)
-            h = 1.0 + target_d[i] - D[b, l][:, None]  # (m, k)
+            h = 1.0 + target_d[i] - D_il[:, None]  # (m, k)
             err = hinge_err[i] + impostor_err[:, None]
             positive = np.maximum(h, 0.0)
             push += float(np.sum(positive))
             push_err += float(np.sum(err[h > -err]))
-            n_push += np.count_nonzero(positive)  # adding the zeros is exact
+            n_terms += np.count_nonzero(positive) + 1  # adding the zeros is exact; one partial sum
         pull = float(np.sum(target_d))
         pull_err = float(np.sum(target_err)) + rounding.summation(target_d.size, float(np.sum(np.abs(target_d))))
-        push_err += rounding.summation(n_push + self.n_samples, push)
+        push_err += rounding.summation(n_terms, push)
         value = (1.0 - self.mu) * pull + self.mu * push
         error = (1.0 - self.mu) * pull_err + self.mu * push_err + 4 * rounding.EPS * abs(value)
         return ObjectiveValue(value, 1.01 * error)
@@ -677,13 +675,13 @@ class LMNNProblem:
         metrics, owner = self.metrics(M, clusters)
         found = [np.empty((0, 3), dtype=np.intp)]
         target_d = self._target_distances(metrics, owner, self._Xc)
-        for rows, D in self._impostor_blocks(metrics, owner, self._Xc):
-            b, l = self._impostors_within(rows, D, 1.0 + band + target_d[rows].max(axis=1))
-            m, r = np.nonzero(1.0 + target_d[rows[b]] - D[b, l][:, None] > -band)
-            i, l = rows[b[m]], l[m]
-            order = np.lexsort((l, r, i))
-            found.append(np.column_stack([i, self.targets[i, r], l])[order].astype(np.intp))
-        return np.concatenate(found)
+        reach = 1.0 + band + target_d.max(axis=1)
+        for i, l, D_il in self._impostor_pairs(metrics, owner, self._Xc, reach):
+            m, r = np.nonzero(1.0 + target_d[i] - D_il[:, None] > -band)
+            found.append(np.column_stack([i[m], r, l[m]]))
+        i, r, l = np.concatenate(found).T
+        order = np.lexsort((l, r, i))
+        return np.column_stack([i, self.targets[i, r], l])[order].astype(np.intp)
 
     def all_triplets(self, max_triplets: int = 5_000_000) -> np.ndarray:
         """Every triplet ``(i, j, l)`` of eq. 14: ``j ~> i`` a target neighbour, ``y_l != y_i``.
@@ -834,35 +832,48 @@ class LMNNProblem:
         V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
         return quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
-    def _impostor_blocks(self, metrics: np.ndarray, owner: np.ndarray,
-                         Xc: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(rows, D)`` with D (b, n) = ``D(x_i, x_l)`` for ``i`` in ``rows`` and every
-        ``l`` (measured by ``M_{c(l)}``, eq. 16), labels not yet considered
-        (``_impostors_within``); ``Xc`` (n, d) the inputs less an origin."""
-        n = self.n_samples
-        sq = np.einsum("nd,cde,ne->cn", Xc, metrics, Xc)  # (C, n): x^T M_c x
+    def _impostor_pairs(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray,
+                        reach: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Yield ``(i, l, D_il)``, together every pair with ``y_l != y_i`` and computed
+        ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
+        ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
+
+        Distances come from the Gram identity in blocks of rows within ``BLOCK_BYTES``.
+        With one metric ``D`` is symmetric: a block of rows ``[s, e)`` meets only the
+        columns from ``s`` on, and each distance off the diagonal block serves both
+        ``(i, l)`` and ``(l, i)`` (the rounding bound holds for any order of summation)."""
+        n, codes = self.n_samples, self.label_codes
+        sq = np.einsum("nd,cde,ne->cn", Xo, metrics, Xo)  # (C, n): x^T M_c x
+        if len(metrics) == 1:
+            start = 0
+            while start < n:
+                stop = min(n, start + max(1, BLOCK_BYTES // (16 * (n - start))))
+                rows = np.arange(start, stop)
+                D = (Xo[rows] @ (-2.0 * metrics[0])) @ Xo[start:].T
+                D += sq[0, rows, None]
+                D += sq[0, None, start:]
+                b, c = np.nonzero(D < reach[rows, None])
+                yield _other_labels(codes, rows[b], start + c, D[b, c])
+                b, c = np.nonzero(D[:, stop - start:] < reach[None, stop:])
+                yield _other_labels(codes, stop + c, rows[b], D[b, stop - start + c])
+                start = stop
+            return
         own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
         members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
         block = max(1, BLOCK_BYTES // (8 * n * 2))
         for start in range(0, n, block):
             rows = np.arange(start, min(start + block, n))
-            if len(metrics) == 1:
-                D = (Xc[rows] @ (-2.0 * metrics[0])) @ Xc.T
-                D += sq[0, rows, None]
-                D += own[None, :]
-            else:
-                D = np.empty((len(rows), n))
-                for c, cols in enumerate(members):
-                    D[:, cols] = (sq[c, rows, None] + own[None, cols]
-                                  - 2.0 * (Xc[rows] @ metrics[c]) @ Xc[cols].T)
-            yield rows, D
+            D = np.empty((len(rows), n))
+            for c, cols in enumerate(members):
+                D[:, cols] = sq[c, rows, None] + own[None, cols] - 2.0 * (Xo[rows] @ metrics[c]) @ Xo[cols].T
+            b, l = np.nonzero(D < reach[rows, None])
+            yield _other_labels(codes, rows[b], l, D[b, l])
 
-    def _impostors_within(self, rows: np.ndarray, D: np.ndarray, reach: np.ndarray):
-        """``(b, l)``: the pairs of a block of ``_impostor_blocks`` with ``D[b, l] < reach[b]``
-        and ``y_l != y_i`` for ``i = rows[b]``."""
-        b, l = np.nonzero(D < reach[:, None])
-        other = self.label_codes[rows[b]] != self.label_codes[l]
-        return b[other], l[other]
+
+def _other_labels(codes: np.ndarray, i: np.ndarray, l: np.ndarray, D_il: np.ndarray):
+    """``(i, l, D_il)`` restricted to the pairs of different labels."""
+    other = codes[i] != codes[l]
+    return i[other], l[other], D_il[other]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
