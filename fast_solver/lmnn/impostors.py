@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
+from lmnn_sdp.core.hits import below, flag_buffer
 from lmnn_sdp.core.machine import available_cores
 
 BALLTREE_MAX_RANK = 8
@@ -265,34 +266,19 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
         col_norm = float(np.sqrt(4.0 * sq[others] + sq[others] ** 2).max())
         block = max(1, _BLOCK_BYTES // (4 * max(len(others), 1)))
         gram = np.empty((min(block, len(members)), len(others)), dtype=np.float32)
-        flags = np.zeros(-(-gram.size // 8) * 8, dtype=bool)  # whole 8-byte words
+        flags = flag_buffer(gram.size)
         found_i, found_l = [], []
         for start in range(0, len(members), block):
             rows = members[start:start + block]
             slack = unit * (np.sqrt(sq[rows] + 1.0) * col_norm + sq[rows]) + 1e-12
             threshold = (radius[rows] - sq[rows] + slack).astype(np.float32)
             product = np.matmul(rows_aug[rows], cols, out=gram[:len(rows)])
-            r, o = _below(product, threshold, flags)
+            r, o = below(product, threshold[:, None], flags)
             found_i.append(rows[r])
             found_l.append(others[o])
         return _concatenate(found_i), _concatenate(found_l)
 
     return _gather(_per_class(one_class, np.unique(codes[searched])))
-
-
-def _below(values: np.ndarray, threshold: np.ndarray, flags: np.ndarray):
-    """Rows and columns where ``values`` (b, m) < ``threshold`` (b,)[:, None].
-
-    Hits are rare, so the flags (written into ``flags``, a buffer of at least
-    ``b m`` bytes rounded up to whole 8-byte words) are scanned eight at a time
-    as 64-bit words and only nonzero words are unpacked."""
-    b, m = values.shape
-    np.less(values, threshold[:, None], out=flags[:b * m].reshape(b, m))
-    used = -(-b * m // 8) * 8
-    flags[b * m:used] = False
-    words = np.flatnonzero(flags[:used].view(np.uint64))
-    word, bit = np.nonzero(flags[:used].reshape(-1, 8)[words])
-    return np.divmod(words[word] * 8 + bit, m)
 
 
 def _balltree_candidates(Z, codes, radius, searched, columns):

@@ -25,6 +25,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from lmnn_sdp.core import rounding
+from lmnn_sdp.core.hits import below, flag_buffer
 
 BLOCK_BYTES = 64 * 2**20  # memory budget of one block of pairwise distances
 
@@ -838,42 +839,35 @@ class LMNNProblem:
         ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
         ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
 
-        Distances come from the Gram identity in blocks of rows within ``BLOCK_BYTES``.
-        With one metric ``D`` is symmetric: a block of rows ``[s, e)`` meets only the
-        columns from ``s`` on, and each distance off the diagonal block serves both
-        ``(i, l)`` and ``(l, i)`` (the rounding bound holds for any order of summation)."""
-        n, codes = self.n_samples, self.label_codes
+        Distances come from the Gram identity, one class of rows at a time against the
+        points of the other classes, in blocks of rows within ``BLOCK_BYTES``. With one
+        metric ``D`` is symmetric: a class meets only the classes after it, and each
+        distance serves both ``(i, l)`` and ``(l, i)`` (the rounding bound of
+        ``lmnn_sdp.core.rounding`` holds for any order of summation)."""
+        symmetric = len(metrics) == 1
         sq = np.einsum("nd,cde,ne->cn", Xo, metrics, Xo)  # (C, n): x^T M_c x
-        if len(metrics) == 1:
-            start = 0
-            while start < n:
-                stop = min(n, start + max(1, BLOCK_BYTES // (16 * (n - start))))
-                rows = np.arange(start, stop)
-                D = (Xo[rows] @ (-2.0 * metrics[0])) @ Xo[start:].T
-                D += sq[0, rows, None]
-                D += sq[0, None, start:]
-                b, c = np.nonzero(D < reach[rows, None])
-                yield _other_labels(codes, rows[b], start + c, D[b, c])
-                b, c = np.nonzero(D[:, stop - start:] < reach[None, stop:])
-                yield _other_labels(codes, stop + c, rows[b], D[b, stop - start + c])
-                start = stop
-            return
-        own = sq[owner, np.arange(n)]  # x_l^T M_{c(l)} x_l
-        members = [np.flatnonzero(owner == c) for c in range(len(metrics))]
-        block = max(1, BLOCK_BYTES // (8 * n * 2))
-        for start in range(0, n, block):
-            rows = np.arange(start, min(start + block, n))
-            D = np.empty((len(rows), n))
-            for c, cols in enumerate(members):
-                D[:, cols] = sq[c, rows, None] + own[None, cols] - 2.0 * (Xo[rows] @ metrics[c]) @ Xo[cols].T
-            b, l = np.nonzero(D < reach[rows, None])
-            yield _other_labels(codes, rows[b], l, D[b, l])
-
-
-def _other_labels(codes: np.ndarray, i: np.ndarray, l: np.ndarray, D_il: np.ndarray):
-    """``(i, l, D_il)`` restricted to the pairs of different labels."""
-    other = codes[i] != codes[l]
-    return i[other], l[other], D_il[other]
+        own = sq[owner, np.arange(self.n_samples)]  # x_l^T M_{c(l)} x_l
+        classes = [np.flatnonzero(self.label_codes == c) for c in range(self.label_codes.max() + 1)]
+        for a, members in enumerate(classes):
+            cols = np.concatenate([np.empty(0, np.intp)]
+                                  + (classes[a + 1:] if symmetric else classes[:a] + classes[a + 1:]))
+            cols = cols[np.argsort(owner[cols], kind="stable")]  # one slice of columns per metric
+            edges = np.searchsorted(owner[cols], np.arange(len(metrics) + 1))
+            X_cols = Xo[cols].T
+            block = max(1, BLOCK_BYTES // (16 * max(len(cols), 1)))
+            flags = flag_buffer(block * len(cols))
+            for start in range(0, len(members), block):
+                rows = members[start:start + block]
+                D = np.empty((len(rows), len(cols)))
+                for c, part in enumerate(map(slice, edges[:-1], edges[1:])):
+                    np.matmul(Xo[rows] @ (-2.0 * metrics[c]), X_cols[:, part], out=D[:, part])
+                    D[:, part] += sq[c, rows, None]
+                D += own[None, cols]
+                b, m = below(D, reach[rows, None], flags)
+                yield rows[b], cols[m], D[b, m]
+                if symmetric:
+                    b, m = below(D, reach[None, cols], flags)
+                    yield cols[m], rows[b], D[b, m]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:

@@ -107,17 +107,3 @@ def test_auto_rule_picks_balltree_only_in_low_rank():
     assert choose_search_method(BALLTREE_MAX_RANK + 1) == "blockwise"
     with pytest.raises(ValueError, match="method"):
         choose_search_method(3, "kdtree")
-
-
-@pytest.mark.parametrize("shape", [(7, 13), (1, 1), (16, 8), (3, 5)])
-def test_flag_scan_equals_nonzero_with_a_dirty_buffer(shape):
-    from fast_solver.lmnn.impostors import _below
-
-    rng = np.random.default_rng(sum(shape))
-    values = rng.normal(size=shape).astype(np.float32)
-    threshold = rng.normal(size=shape[0]).astype(np.float32) - 1.0
-    flags = np.ones(8 * (shape[0] * shape[1] // 8 + 2), dtype=bool)  # stale hits everywhere
-    r, o = _below(values, threshold, flags)
-    expected_r, expected_o = np.nonzero(values < threshold[:, None])
-    np.testing.assert_array_equal(r, expected_r)
-    np.testing.assert_array_equal(o, expected_o)
