@@ -14,8 +14,9 @@ Two exact search paths, both one class at a time (sec. 6.2: impostors of
 ``x_i`` lie in the other classes, so each class is searched as one block):
 
 * ``"blockwise"``: squared distances ``|z_i|^2 + |z_l|^2 - 2 z_i.z_l`` between
-  a block of rows and all points of the other classes, with the block size set
-  by a memory budget (64 MiB), so memory never grows with ``n^2``;
+  a block of rows and the points of the other classes, with the block size set
+  by a memory budget (64 MiB), so memory never grows with ``n^2``; a distance
+  serves both of its pairs, so a full search measures each pair once;
 * ``"balltree"``: one ``sklearn.neighbors.BallTree`` per class over the points
   ``L x_l`` of that class, queried with the per-point radius by every point of
   the other classes (sec. 6.2).
@@ -246,39 +247,54 @@ def choose_search_method(rank: int, method: str = "auto") -> str:
 
 
 def _blockwise_candidates(Z, codes, radius, searched, columns):
-    """Candidate pairs from single-precision Gram-matrix distances, one class at a time.
+    """Candidate pairs from single-precision distances, one class of rows at a time.
 
-    ``[z_i, 1] . [-2 z_l, |z_l|^2] = D(i, l) - |z_i|^2`` is one float32 GEMM per
-    block; its rounding error is below ``slack`` (a bound with a factor 4 of
-    margin on the dot-product error ``(r + 2) u |a| |b|``, ``u = 2^-24``), so no
-    true pair is lost, and the caller re-measures every candidate exactly."""
+    ``[z_i, 1, |z_i|^2] . [-2 z_l, |z_l|^2, 1] = D(i, l)`` is one float32 GEMM per block.
+    Rounding the factors and the product errs by at most ``(r + 4) u sum_k |a_k b_k|``
+    (``u = 2^-24``, Higham sec. 3.1), and ``sum_k |a_k b_k| <= 2 (|z_i|^2 + |z_l|^2)``;
+    ``slack`` is that with a factor 2 of margin and the thresholds are rounded up, so no
+    true pair is lost, and the caller re-measures every candidate exactly. The distance is
+    symmetric: rows both searched and candidates meet such points of the classes after
+    theirs once, for both directions; every other pair is measured one way."""
     sq = np.einsum("nr,nr->n", Z, Z)
-    rows_aug = np.hstack([Z, np.ones((len(Z), 1))]).astype(np.float32)
-    cols_aug = np.hstack([-2.0 * Z, sq[:, None]]).astype(np.float32)
-    unit = 4.0 * (Z.shape[1] + 2) * 2.0**-24
+    ones = np.ones((len(Z), 1))
+    rows_aug = np.hstack([Z, ones, sq[:, None]]).astype(np.float32)
+    cols_aug = np.hstack([-2.0 * Z, sq[:, None], ones]).astype(np.float32)
+    unit = 4.0 * (Z.shape[1] + 4) * 2.0**-24
+    both = searched & columns
+
+    def threshold(own_radius, own_sq, other_sq):
+        slack = unit * (own_sq + (other_sq.max() if len(other_sq) else 0.0)) + 1e-12
+        return np.nextafter((own_radius + slack).astype(np.float32), np.float32(np.inf))
+
+    def measure(rows, cols, n_both, found):
+        """Pairs (i, l) of ``rows`` x ``cols``, and (l, i) of ``rows`` x ``cols[:n_both]``."""
+        if len(rows) == 0 or len(cols) == 0:
+            return
+        cols_t = np.ascontiguousarray(cols_aug[cols].T)
+        block = max(1, _BLOCK_BYTES // (4 * len(cols)))
+        gram = np.empty((min(block, len(rows)), len(cols)), dtype=np.float32)
+        flags = flag_buffer(gram.size)
+        for start in range(0, len(rows), block):
+            part = rows[start:start + block]
+            product = np.matmul(rows_aug[part], cols_t, out=gram[:len(part)])
+            r, o = below(product, threshold(radius[part], sq[part], sq[cols])[:, None], flags)
+            found.append((part[r], cols[o]))
+            if n_both:
+                back = cols[:n_both]
+                r, o = below(product[:, :n_both], threshold(radius[back], sq[back], sq[part])[None, :], flags)
+                found.append((back[o], part[r]))
 
     def one_class(c):
-        members = np.flatnonzero((codes == c) & searched)
-        others = np.flatnonzero((codes != c) & columns)
-        if len(others) == 0:
-            return _concatenate([]), _concatenate([])
-        cols = np.ascontiguousarray(cols_aug[others].T)
-        col_norm = float(np.sqrt(4.0 * sq[others] + sq[others] ** 2).max())
-        block = max(1, _BLOCK_BYTES // (4 * max(len(others), 1)))
-        gram = np.empty((min(block, len(members)), len(others)), dtype=np.float32)
-        flags = flag_buffer(gram.size)
-        found_i, found_l = [], []
-        for start in range(0, len(members), block):
-            rows = members[start:start + block]
-            slack = unit * (np.sqrt(sq[rows] + 1.0) * col_norm + sq[rows]) + 1e-12
-            threshold = (radius[rows] - sq[rows] + slack).astype(np.float32)
-            product = np.matmul(rows_aug[rows], cols, out=gram[:len(rows)])
-            r, o = below(product, threshold[:, None], flags)
-            found_i.append(rows[r])
-            found_l.append(others[o])
-        return _concatenate(found_i), _concatenate(found_l)
+        own, other = codes == c, codes != c
+        found = []
+        measure(np.flatnonzero(own & both), np.concatenate([np.flatnonzero((codes > c) & both),
+                                                            np.flatnonzero(other & columns & ~both)]),
+                np.count_nonzero((codes > c) & both), found)
+        measure(np.flatnonzero(own & searched & ~columns), np.flatnonzero(other & columns), 0, found)
+        return _gather(found)
 
-    return _gather(_per_class(one_class, np.unique(codes[searched])))
+    return _gather(_per_class(one_class, np.unique(codes)))
 
 
 def _balltree_candidates(Z, codes, radius, searched, columns):

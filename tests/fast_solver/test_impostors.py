@@ -97,6 +97,36 @@ def test_pairs_respect_per_point_radius_and_searched_mask(iris_problem):
     np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
 
 
+@pytest.mark.parametrize("budget", [64, 2**26])  # blocks of one row, one block per class
+def test_pairs_respect_searched_and_candidate_masks_in_both_directions(monkeypatch, budget):
+    import fast_solver.lmnn.impostors as impostors_module
+
+    monkeypatch.setattr(impostors_module, "_BLOCK_BYTES", budget)
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(90, 3))
+    codes = rng.integers(0, 4, 90)
+    radius = rng.uniform(1.0, 6.0, 90)
+    searched, columns = rng.random(90) < 0.7, rng.random(90) < 0.6
+    i, l, dist = impostor_pairs(Z, codes, radius, "blockwise", searched, columns)
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    expected = np.argwhere((D < radius[:, None]) & (codes[:, None] != codes) & searched[:, None] & columns)
+    assert len(expected) > 200
+    np.testing.assert_array_equal(np.column_stack([i, l]), expected)
+    np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
+
+
+def test_no_pair_at_the_radius_is_lost_to_single_precision_far_from_the_origin():
+    rng = np.random.default_rng(5)
+    Z = 300.0 + rng.normal(size=(60, 8))  # |z|^2 ~ 7e5: float32 Gram distances err by ~0.1
+    codes = np.arange(60) % 3
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    D[codes[:, None] == codes] = np.inf
+    radius = D.min(axis=1) * (1 + 1e-12)  # the nearest impostor just inside
+    i, l, _ = impostor_pairs(Z, codes, radius, "blockwise")
+    np.testing.assert_array_equal(np.column_stack([i, l]), np.argwhere(D < radius[:, None]))
+    assert len(i) == 60
+
+
 def test_radius_is_max_target_distance_plus_margin_and_band():
     target_d = np.array([[1.0, 4.0], [2.0, 0.5]])
     np.testing.assert_allclose(impostor_radius(target_d, 0.25), [5.25, 3.25])
