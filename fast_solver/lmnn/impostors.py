@@ -263,26 +263,28 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
     unit = 4.0 * (Z.shape[1] + 4) * 2.0**-24
     both = searched & columns
 
-    def threshold(own_radius, own_sq, other_sq):
-        slack = unit * (own_sq + (other_sq.max() if len(other_sq) else 0.0)) + 1e-12
-        return np.nextafter((own_radius + slack).astype(np.float32), np.float32(np.inf))
+    def threshold(points, other_top):
+        """Float32 radii of ``points`` against partners whose largest ``|z|^2`` is ``other_top``."""
+        slack = unit * (sq[points] + other_top) + 1e-12
+        return np.nextafter((radius[points] + slack).astype(np.float32), np.float32(np.inf))
 
     def measure(rows, cols, n_both, found):
         """Pairs (i, l) of ``rows`` x ``cols``, and (l, i) of ``rows`` x ``cols[:n_both]``."""
         if len(rows) == 0 or len(cols) == 0:
             return
         cols_t = np.ascontiguousarray(cols_aug[cols].T)
+        forward = threshold(rows, sq[cols].max())[:, None]
+        back = cols[:n_both]
         block = max(1, _BLOCK_BYTES // (4 * len(cols)))
         gram = np.empty((min(block, len(rows)), len(cols)), dtype=np.float32)
         flags = flag_buffer(gram.size)
         for start in range(0, len(rows), block):
             part = rows[start:start + block]
             product = np.matmul(rows_aug[part], cols_t, out=gram[:len(part)])
-            r, o = below(product, threshold(radius[part], sq[part], sq[cols])[:, None], flags)
+            r, o = below(product, forward[start:start + block], flags)
             found.append((part[r], cols[o]))
             if n_both:
-                back = cols[:n_both]
-                r, o = below(product[:, :n_both], threshold(radius[back], sq[back], sq[part])[None, :], flags)
+                r, o = below(product[:, :n_both], threshold(back, sq[part].max())[None, :], flags)
                 found.append((back[o], part[r]))
 
     def one_class(c):

@@ -847,6 +847,7 @@ class LMNNProblem:
         symmetric = len(metrics) == 1
         sq = np.einsum("nd,cde,ne->cn", Xo, metrics, Xo)  # (C, n): x^T M_c x
         own = sq[owner, np.arange(self.n_samples)]  # x_l^T M_{c(l)} x_l
+        cross = -2.0 * metrics
         classes = [np.flatnonzero(self.label_codes == c) for c in range(self.label_codes.max() + 1)]
         for a, members in enumerate(classes):
             cols = np.concatenate([np.empty(0, np.intp)]
@@ -860,7 +861,7 @@ class LMNNProblem:
                 rows = members[start:start + block]
                 D = np.empty((len(rows), len(cols)))
                 for c, part in enumerate(map(slice, edges[:-1], edges[1:])):
-                    np.matmul(Xo[rows] @ (-2.0 * metrics[c]), X_cols[:, part], out=D[:, part])
+                    np.matmul(Xo[rows] @ cross[c], X_cols[:, part], out=D[:, part])
                     D[:, part] += sq[c, rows, None]
                 D += own[None, cols]
                 b, m = below(D, reach[rows, None], flags)
