@@ -38,16 +38,17 @@ def target_distances(Z, targets, clusters):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, target_w, pair_w, pair_d,
+def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, shift, target_w, pair_w, pair_d,
                    transition):  # pragma: no cover
-    """The smoothed hinge of every working-set triplet ``(i, rank, l)``.
+    """The smoothed hinge of every working-set triplet ``(i, rank, l)``, at ``h + shift[p, rank]``.
 
     Point ``i`` owns pairs ``ptr[i]:ptr[i+1]`` with impostors ``impostors[p]``.
-    Writes the multipliers ``lambda = mu s'(h)`` summed per target pair into
+    Writes the multipliers ``lambda = mu s'(h + shift)`` summed per target pair into
     ``target_w`` (n, k) and, negated, per impostor pair into ``pair_w`` (P,); the
-    pair distances (in the coordinates of ``l``'s cluster) into ``pair_d`` (P,); ``0 < h < gamma`` into ``transition`` (P, k).
+    pair distances (in the coordinates of ``l``'s cluster) into ``pair_d`` (P,);
+    ``0 < h + shift < gamma`` into ``transition`` (P, k).
     Returns per-point sums (n, 6): smoothed hinge, hinge ``[h]_+``, multipliers,
-    complementarity ``(mu - lambda) h`` over ``h > 0``, active and transition counts."""
+    complementarity ``mu [h]_+ - lambda h``, active (``h > 0``) and transition counts."""
     n, k = target_d.shape
     r = Z.shape[2]
     sums = np.zeros((n, 6))
@@ -72,19 +73,21 @@ def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, target_w, p
             for a in range(k):
                 h = 1.0 + target_d[i, a] - s
                 transition[p, a] = False
-                if h <= 0.0:
+                if h > 0.0:
+                    active += 1.0
+                    hinge += h
+                e = h + shift[p, a]
+                if e <= 0.0:
                     continue
-                active += 1.0
-                hinge += h
-                if h >= gamma:
+                if e >= gamma:
                     lam = mu
-                    smooth += h - 0.5 * gamma
+                    smooth += e - 0.5 * gamma
                 else:
-                    lam = mu * h / gamma
-                    smooth += 0.5 * h * h / gamma
-                    comp += (mu - lam) * h
+                    lam = mu * e / gamma
+                    smooth += 0.5 * e * e / gamma
                     transition[p, a] = True
                     n_transition += 1.0
+                comp += (mu - lam) * h if h > 0.0 else -lam * h
                 lam_sum += lam
                 target_w[i, a] += lam
                 w += lam
@@ -209,9 +212,9 @@ def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, kink):  # pragma: no cover - compiled
+def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, shift, kink):  # pragma: no cover - compiled
     """Sort the triplets of a ray (``ray_coefficients``) by the pieces of the smoothed hinge
-    their ``h(t) = h_0 + lin(t) beta + q(t) kappa`` meets on ``[0, t_hi]`` (``lin = 2 t``,
+    their ``h(t) = h_0 + shift + lin(t) beta + q(t) kappa`` meets on ``[0, t_hi]`` (``lin = 2 t``,
     ``q = t^2`` along ``L + t V``; ``lin = 0``, ``q = t`` along ``M + t V^T V``), from its least
     and largest value there: at most 0 throughout, the hinge's change is 0; at least
     ``gamma`` throughout, it is ``h(t) - h_0``, whose ``beta`` and ``kappa`` are summed per point
@@ -221,7 +224,7 @@ def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, kink):  # pragma: 
     for i in prange(n):
         for p in range(ptr[i], ptr[i + 1]):
             for a in range(k):
-                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0]
+                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + shift[p, a]
                 beta = target_c[i, a, 1] - pair_c[p, 1]
                 kappa = target_c[i, a, 2] - pair_c[p, 2]
                 if quadratic:

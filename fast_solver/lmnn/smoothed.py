@@ -8,17 +8,24 @@ impostor pairs ``(i, l)``, each standing for the ``k`` triplets ``(i, j, l)``,
 
 with the hinge smoothed over a width ``gamma`` (Huber):
 ``s(h) = 0`` for ``h <= 0``, ``h^2 / (2 gamma)`` for ``0 < h < gamma``, ``h - gamma/2``
-above, so ``s(h) <= [h]_+ <= s(h) + gamma/2``.
+above, so ``s(h) <= [h]_+ <= s(h) + gamma/2``. Each triplet's hinge is evaluated at
+``h_t + gamma prior_t / mu``, shifted by multipliers ``prior`` in ``[0, mu]`` (0 unless
+set): ``mu s(h + gamma prior / mu)`` is, up to a constant, ``max_{0 <= lambda <= mu}
+lambda h - gamma (lambda - prior)^2 / (2 mu)``, so ``F_gamma`` is the augmented
+Lagrangian of eq. 14 at the multipliers ``prior`` (the method of multipliers,
+Rockafellar 1976), and its minimiser tends to eq. 14's as ``prior`` tends to the optimal
+multipliers, whatever ``gamma``.
 
 Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 
-    G = (1-mu) P + sum_t lambda_t (C_ij - C_il),   lambda_t = mu s'(h_t) = mu clip(h_t / gamma, 0, 1),
+    G = (1-mu) P + sum_t lambda_t (C_ij - C_il),
+    lambda_t = mu s'(h_t + gamma prior_t / mu) = clip(prior_t + mu h_t / gamma, 0, mu),
 
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
 cone. In ``L`` the gradient is ``2 L G``, and the Hessian applied to a direction
 ``V`` (r, r) is ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L>
-(C_ij - C_il)`` over the triplets in transition (``0 < h_t < gamma``).
+(C_ij - C_il)`` over the triplets in transition (``0 < lambda_t < mu``).
 
 With one metric per cluster (sec. 5.2, eq. 16) ``L`` is (C, r, r), each ``L_c`` acting
 on cluster ``c``'s whitened coordinates, the distance to point ``b`` is measured by
@@ -136,7 +143,7 @@ class Evaluation:
     value: float  # F_gamma(L)
     objective: float  # eq. 14 restricted to the working set (exact hinge)
     multiplier_sum: float  # sum_t lambda_t
-    complementarity: float  # sum_{h_t > 0} (mu - lambda_t) h_t
+    complementarity: float  # sum_t mu [h_t]_+ - lambda_t h_t
     n_active: int
     n_transition: int
     dual_matrix: np.ndarray  # G (C, r, r)
@@ -170,6 +177,7 @@ class SmoothedObjective:
         self.pair_w = np.empty(P)
         self.pair_d = np.empty(P)
         self.transition = np.zeros((P, k), dtype=bool)
+        self.prior = np.zeros((P, k))  # the multipliers that shift each hinge (module docstring)
         self.current: Evaluation | None = None
         self._transition_graph = None
         self._Y = None  # directions X[c] V[c]^T at the transition nodes (several clusters)
@@ -182,7 +190,8 @@ class SmoothedObjective:
         Z = map_clusters(self.X, L)
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
         sums = compiled.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
-                                      self.mu, self.target_w, self.pair_w, self.pair_d, self.transition)
+                                      self.mu, self._shift(gamma), self.target_w, self.pair_w, self.pair_d,
+                                      self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
@@ -304,6 +313,7 @@ class SmoothedObjective:
         is summed term by term (``compiled.kink_change``), so decreases far below the
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
+        shift = self._shift(ev.gamma)
         Y = np.zeros_like(self.Z)
         for c in np.flatnonzero(V.any(axis=(1, 2))):
             np.matmul(self.X[c], V[c].T, out=Y[c])
@@ -319,10 +329,10 @@ class SmoothedObjective:
         def pieces(t_hi: float) -> tuple:
             with compiled.threads_for(work):
                 linear = compiled.ray_pieces(target_c, pair_c, self.ws.ptr, t_hi, not metric, ev.gamma,
-                                             kink).sum(axis=0)
+                                             shift, kink).sum(axis=0)
             pair, rank = np.nonzero(kink)
             owner = self.ws.owner[pair]
-            return (linear, 1.0 + target_c[owner, rank, 0] - pair_c[pair, 0],
+            return (linear, 1.0 + target_c[owner, rank, 0] - pair_c[pair, 0] + shift[pair, rank],
                     target_c[owner, rank, 1] - pair_c[pair, 1], target_c[owner, rank, 2] - pair_c[pair, 2])
 
         def change(t: float) -> float:
@@ -339,8 +349,17 @@ class SmoothedObjective:
 
     def multipliers(self) -> tuple[np.ndarray, np.ndarray]:
         """Triplets (T, 3) with ``lambda_t > 0`` at the last evaluated point, and ``lambda`` (T,)."""
+        lam = self.pair_multipliers()
+        pair, rank = np.nonzero(lam > 0)
+        return self.ws.triplets(self.targets, pair, rank), lam[pair, rank]
+
+    def pair_multipliers(self) -> np.ndarray:
+        """``lambda`` (P, k) of every working-set triplet ``(owner[p], targets[owner[p], a],
+        impostors[p])`` at the last evaluated point."""
         ev = self.current
         hinge = 1.0 + self.target_d[self.ws.owner] - self.pair_d[:, None]  # (P, k), as evaluated
-        pair, rank = np.nonzero(hinge > 0)
-        lam = self.mu * np.minimum(hinge[pair, rank] / ev.gamma, 1.0)
-        return self.ws.triplets(self.targets, pair, rank), lam
+        return self.mu * np.clip((hinge + self._shift(ev.gamma)) / ev.gamma, 0.0, 1.0)
+
+    def _shift(self, gamma: float) -> np.ndarray:
+        """``gamma prior / mu`` (P, k): where each hinge is evaluated (module docstring)."""
+        return gamma / self.mu * self.prior if self.mu > 0 else np.zeros_like(self.prior)

@@ -29,14 +29,13 @@ cluster's impostor multipliers by its own).
    a negative eigenvalue of the dual matrix ``G`` on a direction ``M`` lacks (a
    saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
    line searches along ``M_c + t P_S(-G_c)`` leave it.
-4. **Continuation and extrapolation.** ``gamma`` starts at ``INITIAL_GAMMA`` and
-   shrinks by ``SHRINK`` whenever the smoothing, not the optimisation, limits
-   the gap. For a fixed pattern of active and transition triplets the minimiser
-   ``M_gamma`` is affine in ``gamma``, so two consecutive stages give the
-   Richardson extrapolation ``M_0 = M_g + gamma (M_g - M_prev) / (gamma_prev - gamma)``
-   (projected on the PSD cone). Both ``M_g`` and ``M_0`` are scored by eq. 14
-   after an exact search; when ``M_0`` is better, the next stage starts on the
-   extrapolated line at the next ``gamma``.
+4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
+   and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
+   ``SHRINK`` while each hinge is shifted by the stage's multipliers
+   (``SmoothedObjective.prior``): ``F_gamma`` is then the augmented Lagrangian of eq. 14
+   and the stages are the method of multipliers with a growing penalty ``mu / gamma``,
+   whose minimisers approach eq. 14's faster than ``gamma`` shrinks. The stage's metric
+   is scored by eq. 14 after an exact search.
 5. **Certified stop.** The smoothing multipliers ``lambda = mu clip(h / gamma, 0, 1)``
    are dual candidates (their dual matrix is the gradient ``G``); scaled into
    the dual cone by ``lmnn_sdp.certificates.bounds.dual_lower_bound`` (numpy and scipy only,
@@ -97,6 +96,7 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
+ITERATIONS = 2  # version of the iterations a checkpoint replays (2: multiplier updates), in its fingerprint
 
 
 def solve(
@@ -249,7 +249,7 @@ def solve_fingerprint(problem: LMNNProblem, M0=None, **options) -> str:
     False
     """
     return fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, clusters=problem.clusters,
-                       M0=None if M0 is None else np.asarray(M0), **options)
+                       M0=None if M0 is None else np.asarray(M0), iterations=ITERATIONS, **options)
 
 
 @dataclass
@@ -267,9 +267,9 @@ class _Run:
 
     Its restart points are the starts of the trust-region Newton calls (``_stage``): each
     starts afresh from ``L``, so the rest of the solve is a function of the state saved
-    there (``_state``): ``L``, ``gamma`` and the stage before (extrapolation), the working
-    set of the objective and the search's (its floors and the metric of its last search),
-    the best candidates, the stages and the counters. The certificate's cache is not
+    there (``_state``): ``L``, ``gamma`` and the multipliers that shift the hinges, the
+    working set of the objective and the search's (its floors and the metric of its last
+    search), the best candidates, the stages and the counters. The certificate's cache is not
     saved: ``prove`` is deterministic, so it is proved again when asked."""
 
     def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float,
@@ -285,7 +285,8 @@ class _Run:
         self.n_iter = self.n_evaluations = self.n_hessian_products = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
-        self.gamma, self.previous = INITIAL_GAMMA, None  # the stage's width; (gamma, M_g) of the one before
+        self.gamma = INITIAL_GAMMA  # the stage's width
+        self.prior: tuple[np.ndarray, np.ndarray] | None = None  # pair keys i n + l (P,), multipliers (P, k)
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
         saved = self.checkpoint.load()
@@ -299,21 +300,13 @@ class _Run:
         try:
             for _ in range(len(self.stages), MAX_STAGES):
                 objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
-                gamma, previous = self.gamma, self.previous
+                gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
-                M_g = _gram(L)
-                objective, ev_g = self._exact_value(L, gamma)
-                self._offer_upper(objective, ev_g, M_g)
-                extrapolated = previous is not None
-                if extrapolated:
-                    M_0 = _project(M_g + gamma * (M_g - previous[1]) / (previous[0] - gamma))
-                    at_0, ev_0 = self._exact_value(_factor(M_0), gamma)
-                    self._offer_upper(at_0, ev_0, M_0)
-                    extrapolated = ev_0.objective < ev_g.objective
-                    if extrapolated:
-                        objective = at_0
-                self._record(gamma, nit, ev, objective.current, stop, callback)
+                objective = self._renew(L)  # eq. 14 exactly: every active triplet is in the set
+                exact = objective.evaluate(L, gamma)
+                self._offer_upper(objective, exact, _gram(L))
+                self._record(gamma, nit, ev, exact, stop, callback)
                 if self._estimated_gap() <= PROVE_WITHIN * self.tol and self._certificate().certified:
                     return self._result(self.upper.metric, "proved")
                 if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
@@ -321,10 +314,9 @@ class _Run:
                 if self.n_iter >= max_iter:
                     break
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
-                    new_gamma = gamma * SHRINK
-                    if extrapolated:  # start on the extrapolated line, at the next gamma
-                        L = _factor(M_0 + new_gamma * (M_g - M_0) / gamma)
-                    self.previous, self.gamma = (gamma, M_g), new_gamma
+                    self.prior = (_pair_keys(objective.ws), objective.pair_multipliers())
+                    objective.prior = self.prior[1]
+                    self.gamma = gamma * SHRINK
                 nit = 0
         finally:
             bar.close()
@@ -352,12 +344,6 @@ class _Run:
             if escaped is None:
                 return objective, L, nit, stop
             L = escaped
-
-    def _exact_value(self, L: np.ndarray, gamma: float):
-        """Exact search at ``L``, the objective on the renewed set and its evaluation there
-        (eq. 14 exactly: every active triplet is in the set)."""
-        objective = self._renew(L)
-        return objective, objective.evaluate(L, gamma)
 
     # -- one stage ------------------------------------------------------------
     def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar):
@@ -412,7 +398,19 @@ class _Run:
         tic = time.perf_counter()
         ws = self.search.search(L)
         self.timings["search"] += time.perf_counter() - tic
-        return SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
+        return self._objective(ws)
+
+    def _objective(self, ws: WorkingSet) -> SmoothedObjective:
+        """The smoothed objective on ``ws``, its hinges shifted by the multipliers of the
+        pairs it shares with the last update (``prior``; 0 for the others)."""
+        objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
+        if self.prior is not None and len(self.prior[0]):
+            keys, multipliers = self.prior
+            wanted = _pair_keys(ws)
+            at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+            shared = keys[at] == wanted
+            objective.prior[shared] = multipliers[at[shared]]
+        return objective
 
     # -- bounds ---------------------------------------------------------------
     def _scaled_bound(self, ev: Evaluation) -> float:
@@ -468,7 +466,7 @@ class _Run:
                  "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
         if stop is None:
             own = None if objective.ws is self.search.working_set else vars(objective.ws)
-            state.update(L=L, nit=nit, gamma=self.gamma, previous=self.previous, search=self.search.state(),
+            state.update(L=L, nit=nit, gamma=self.gamma, prior=self.prior, search=self.search.state(),
                          working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
         return state
 
@@ -484,9 +482,9 @@ class _Run:
         if state["stop"] is not None:
             return None
         self.search.restore(state["search"])
-        self.gamma, self.previous = state["gamma"], state["previous"]
+        self.gamma, self.prior = state["gamma"], state["prior"]
         ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
-        objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
+        objective = self._objective(ws)
         objective.n_evaluations, objective.n_hessian_products = state["evaluations"]
         return objective, state["L"], state["nit"]
 
@@ -636,6 +634,11 @@ def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
             raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
         checked.append(best_scale(problem, M) * M if C == 1 else M)
     return _factor(whitening.whitened(np.stack(checked)))
+
+
+def _pair_keys(ws: WorkingSet) -> np.ndarray:
+    """``i n + l`` (P,) of the pairs of ``ws``, increasing (pairs are sorted by ``(i, l)``)."""
+    return ws.owner.astype(np.int64) * (len(ws.ptr) - 1) + ws.impostors
 
 
 def _flat(apply, shape):

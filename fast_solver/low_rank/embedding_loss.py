@@ -67,6 +67,7 @@ class EmbeddingLoss:
         self.pair_w = np.empty(len(working_set))
         self.pair_d = np.empty(len(working_set))
         self.transition = np.zeros((len(working_set), k), dtype=bool)
+        self.shift = np.zeros((len(working_set), k))
 
     def evaluate(self, Z: np.ndarray, width: float) -> EmbeddingEvaluation:
         """``F_width``, eq. 14 and ``dF/dZ`` on the working set at ``Z`` (n, r)."""
@@ -75,7 +76,7 @@ class EmbeddingLoss:
             target_d = compiled.target_distances(Z3, self.targets, self.clusters)
         with compiled.threads_for(self.transition.size * Z.shape[1]):
             sums = compiled.smoothed_hinge(Z3, self.clusters, target_d, self.ws.ptr, self.ws.impostors,
-                                          float(width), self.mu, self.target_w, self.pair_w,
+                                          float(width), self.mu, self.shift, self.target_w, self.pair_w,
                                           self.pair_d, self.transition)
         smooth, hinge, _, _, active, _ = sums.sum(axis=0)
         pull = float(target_d.sum())

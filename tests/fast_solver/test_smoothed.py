@@ -1,5 +1,6 @@
 """The smoothed objective against brute force over every triplet: value, multipliers,
-dual matrix, gradient and Hessian products by finite differences."""
+dual matrix, gradient and Hessian products by finite differences, with and without hinges
+shifted by prior multipliers."""
 
 from __future__ import annotations
 
@@ -28,15 +29,29 @@ def setting(request):
     return problem, clusters, whitening, SmoothedObjective(whitening, problem.targets, problem.mu, ws), L
 
 
-def brute_force(problem, M, gamma, clusters):
+def set_prior(problem, objective, shifted: bool) -> np.ndarray:
+    """Set the objective's prior multipliers (random in [0, mu], or 0) and return them per
+    triplet of ``problem.all_triplets()``."""
+    rng = np.random.default_rng(7)
+    objective.prior[:] = rng.uniform(0, problem.mu, objective.prior.shape) * (rng.random(objective.prior.shape) < 0.7) \
+        if shifted else 0.0
+    t = problem.all_triplets()
+    n = problem.n_samples
+    pair = np.searchsorted(objective.ws.owner * n + objective.ws.impostors, t[:, 0] * n + t[:, 2])
+    rank = np.argmax(problem.targets[t[:, 0]] == t[:, 1][:, None], axis=1)
+    return objective.prior[pair, rank]
+
+
+def brute_force(problem, M, gamma, clusters, prior=0.0):
     """F_gamma, eq. 14 (eq. 16 with clusters), the multipliers and the dual matrices (C, d, d)
-    over all triplets, on the inputs."""
+    over all triplets, on the inputs; hinges shifted by ``gamma prior / mu`` (per triplet)."""
     t = problem.all_triplets()
     metrics = M if clusters is not None else M[0]
     h = problem.triplet_margins(metrics, t, clusters)
-    smooth = np.where(h >= gamma, h - gamma / 2, np.where(h > 0, h * h / (2 * gamma), 0.0))
+    e = h + gamma * prior / problem.mu
+    smooth = np.where(e >= gamma, e - gamma / 2, np.where(e > 0, e * e / (2 * gamma), 0.0))
     pull = problem.target_distances(metrics, clusters).sum()
-    lam = problem.mu * np.clip(h / gamma, 0.0, 1.0)
+    lam = problem.mu * np.clip(e / gamma, 0.0, 1.0)
     owner = problem.with_clusters(clusters).owner
     X = problem.X_centered
     n, k = problem.targets.shape
@@ -50,18 +65,20 @@ def brute_force(problem, M, gamma, clusters):
             lam, np.stack(Z), t, h)
 
 
+@pytest.mark.parametrize("shifted", [False, True])
 @pytest.mark.parametrize("gamma", [1.0, 0.3, 0.01])
-def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
+def test_value_objective_and_multipliers_equal_brute_force(setting, gamma, shifted):
     problem, clusters, whitening, objective, L = setting
+    prior = set_prior(problem, objective, shifted)
     ev = objective.evaluate(L, gamma)
     M = whitening.lift(np.matmul(L.transpose(0, 2, 1), L))
-    value, eq14, lam, Z, t, h = brute_force(problem, M, gamma, clusters)
+    value, eq14, lam, Z, t, h = brute_force(problem, M, gamma, clusters, prior)
     assert ev.value == pytest.approx(value, rel=1e-12)
     assert ev.objective == pytest.approx(eq14, rel=1e-12)
     assert ev.multiplier_sum == pytest.approx(lam.sum(), rel=1e-12)
-    assert ev.complementarity == pytest.approx(np.sum((problem.mu - lam) * np.maximum(h, 0)), rel=1e-10)
+    assert ev.complementarity == pytest.approx(np.sum(problem.mu * np.maximum(h, 0) - lam * h), rel=1e-10)
     assert ev.n_active == np.count_nonzero(h > 0)
-    assert ev.n_transition == np.count_nonzero((h > 0) & (h < gamma))
+    assert ev.n_transition == np.count_nonzero((lam > 0) & (lam < problem.mu))
     # the gradient in M_w is the dual matrix Z_c(lambda) of DESIGN.md, in each cluster's coordinates
     for c, space in enumerate(whitening.spaces):
         W = space.basis
@@ -74,9 +91,11 @@ def test_value_objective_and_multipliers_equal_brute_force(setting, gamma):
     assert multipliers.sum() == pytest.approx(lam.sum(), rel=1e-12)
 
 
+@pytest.mark.parametrize("shifted", [False, True])
 @pytest.mark.parametrize("gamma", [1.0, 0.05])
-def test_gradient_and_hessian_products_match_finite_differences(setting, gamma):
-    *_, objective, L = setting
+def test_gradient_and_hessian_products_match_finite_differences(setting, gamma, shifted):
+    problem, *_, objective, L = setting
+    set_prior(problem, objective, shifted)
     step = 1e-6
     numeric = np.zeros_like(L)
     for index in np.ndindex(L.shape):
@@ -92,29 +111,51 @@ def test_gradient_and_hessian_products_match_finite_differences(setting, gamma):
     np.testing.assert_allclose(product, difference, rtol=1e-5, atol=1e-5 * np.abs(difference).max())
 
 
+@pytest.mark.parametrize("shifted", [False, True])
 @pytest.mark.parametrize("gamma", [1.0, 0.05])
-def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gamma):
+def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gamma, shifted):
     problem, clusters, whitening, objective, L = setting
+    prior = set_prior(problem, objective, shifted)
     rng = np.random.default_rng(3)
     V = rng.normal(size=L.shape)
     if len(V) > 1:
         V[0] = 0.0  # a cluster left where it is
     M = np.matmul(L.transpose(0, 2, 1), L)
     D = np.matmul(V.transpose(0, 2, 1), V)
-    base = brute_force(problem, whitening.lift(M), gamma, clusters)[0]
+    base = brute_force(problem, whitening.lift(M), gamma, clusters, prior)[0]
     objective.evaluate(L, gamma)
     along_L, along_M = objective.ray(V), objective.ray(V, metric=True)
     for t in (0.0, 1e-3, 0.2, 1.5, 0.05, 9.0):  # within the reach formed at 1.5, then beyond it
         at_L = whitening.lift(np.matmul((L + t * V).transpose(0, 2, 1), L + t * V))
-        assert along_L(t) == pytest.approx(brute_force(problem, at_L, gamma, clusters)[0] - base,
+        assert along_L(t) == pytest.approx(brute_force(problem, at_L, gamma, clusters, prior)[0] - base,
                                            rel=1e-9, abs=1e-9 * base)
         at_M = whitening.lift(M + t * D)
-        assert along_M(t) == pytest.approx(brute_force(problem, at_M, gamma, clusters)[0] - base,
+        assert along_M(t) == pytest.approx(brute_force(problem, at_M, gamma, clusters, prior)[0] - base,
                                            rel=1e-9, abs=1e-9 * base)
+
+
+def test_shifted_hinges_are_the_augmented_lagrangian_of_eq14(setting):
+    """mu s(h + gamma prior / mu) = max over lambda in [0, mu] of lambda h - gamma (lambda -
+    prior)^2 / (2 mu), plus gamma prior^2 / (2 mu): the maximum taken on a grid of lambda."""
+    problem, clusters, whitening, objective, L = setting
+    prior = set_prior(problem, objective, True)
+    gamma = 0.05
+    ev = objective.evaluate(L, gamma)
+    M = whitening.lift(np.matmul(L.transpose(0, 2, 1), L))
+    h = problem.triplet_margins(M if clusters is not None else M[0], problem.all_triplets(), clusters)
+    grid = np.linspace(0.0, problem.mu, 30_001)
+    penalised = grid[None, :] * h[:, None] - gamma * (grid[None, :] - prior[:, None]) ** 2 / (2 * problem.mu)
+    pull = problem.target_distances(M if clusters is not None else M[0], clusters).sum()
+    augmented = (1 - problem.mu) * pull + np.sum(penalised.max(axis=1) + gamma * prior**2 / (2 * problem.mu))
+    assert ev.value == pytest.approx(augmented, rel=1e-9)
+    # lambda is the maximiser: its multipliers are those the grid finds, to the grid's spacing
+    lam = objective.multipliers()[1].sum()
+    assert lam == pytest.approx(grid[np.argmax(penalised, axis=1)].sum(), abs=len(h) * grid[1])
 
 
 def test_ray_resolves_changes_below_the_rounding_of_the_objective(setting):
-    *_, objective, L = setting
+    problem, *_, objective, L = setting
+    set_prior(problem, objective, False)
     ev = objective.evaluate(L, 0.05)
     V = np.random.default_rng(4).normal(size=L.shape)
     slope = float(np.sum(ev.gradient * V))
