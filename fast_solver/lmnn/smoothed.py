@@ -120,7 +120,7 @@ class WorkingSet:
 
     @classmethod
     def from_pairs(cls, i: np.ndarray, l: np.ndarray, n: int) -> WorkingSet:
-        keys = np.unique(np.asarray(i, dtype=np.int64) * n + np.asarray(l, dtype=np.int64))
+        keys = np.unique(_pair_keys(i, l, n))
         owner, impostors = (keys // n).astype(np.intp), (keys % n).astype(np.intp)
         ptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.intp)
         return cls(owner, np.ascontiguousarray(impostors), ptr)
@@ -128,10 +128,19 @@ class WorkingSet:
     def __len__(self) -> int:
         return len(self.impostors)
 
+    def keys(self) -> np.ndarray:
+        """``i n + l`` (P,) of every pair, increasing: pairs of two sets match by key."""
+        return _pair_keys(self.owner, self.impostors, len(self.ptr) - 1)
+
     def triplets(self, targets: np.ndarray, pair: np.ndarray, rank: np.ndarray) -> np.ndarray:
         """Triplets ``(i, j, l)`` (T, 3) of pair indices ``pair`` and target ranks ``rank``."""
         i = self.owner[pair]
         return np.column_stack([i, targets[i, rank], self.impostors[pair]]).astype(np.intp)
+
+
+def _pair_keys(i: np.ndarray, l: np.ndarray, n: int) -> np.ndarray:
+    """``i n + l`` in int64: one key per pair ``(i, l)`` of ``n`` points, ordered as ``(i, l)``."""
+    return np.asarray(i, dtype=np.int64) * n + np.asarray(l, dtype=np.int64)
 
 
 @dataclass

@@ -314,7 +314,7 @@ class _Run:
                 if self.n_iter >= max_iter:
                     break
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
-                    self.prior = (_pair_keys(objective.ws), objective.pair_multipliers())
+                    self.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = self.prior[1]
                     self.gamma = gamma * SHRINK
                 nit = 0
@@ -406,7 +406,7 @@ class _Run:
         objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
         if self.prior is not None and len(self.prior[0]):
             keys, multipliers = self.prior
-            wanted = _pair_keys(ws)
+            wanted = ws.keys()
             at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
             shared = keys[at] == wanted
             objective.prior[shared] = multipliers[at[shared]]
@@ -634,11 +634,6 @@ def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
             raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
         checked.append(best_scale(problem, M) * M if C == 1 else M)
     return _factor(whitening.whitened(np.stack(checked)))
-
-
-def _pair_keys(ws: WorkingSet) -> np.ndarray:
-    """``i n + l`` (P,) of the pairs of ``ws``, increasing (pairs are sorted by ``(i, l)``)."""
-    return ws.owner.astype(np.int64) * (len(ws.ptr) - 1) + ws.impostors
 
 
 def _flat(apply, shape):

@@ -232,13 +232,13 @@ def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris)
     shares with the update by that pair's multipliers, and the others by none."""
     from fast_solver.checkpoint import as_checkpoint
     from fast_solver.lmnn.smoothed import WorkingSet
-    from fast_solver.lmnn.solver import _pair_keys, _Run
+    from fast_solver.lmnn.solver import _Run
 
     run = _Run(iris, 0.5, "auto", 1e-6, as_checkpoint(None, kind="lmnn", fingerprint=""))
     n, k = iris.n_samples, iris.k
     old = WorkingSet.from_pairs(np.array([0, 0, 3, 7]), np.array([20, 25, 40, 11]), n)
     multipliers = np.arange(4 * k, dtype=float).reshape(4, k) / (4 * k) * iris.mu
-    run.prior = (_pair_keys(old), multipliers)
+    run.prior = (old.keys(), multipliers)
     new = WorkingSet.from_pairs(np.array([0, 3, 5, 7]), np.array([25, 40, 1, 12]), n)
     objective = run._objective(new)
     np.testing.assert_array_equal(objective.prior, [multipliers[1], multipliers[2], np.zeros(k), np.zeros(k)])
