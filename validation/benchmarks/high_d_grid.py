@@ -48,13 +48,10 @@ fit. Its columns:
   their fits) to the returned result, the cell's arrays already loaded. Killed fits: seconds
   from the start of the process to the kill (the cost of trying). Rows ``eq. 14 of PEER``:
   seconds from the same start to the end of the first continuation stage whose upper bound
-  ``Stage.upper`` is at most the peer's eq. 14 value. ``Stage.upper`` is eq. 14 on the same
-  ``LMNNProblem`` (our targets, linear hinge) at the best metric found so far, evaluated
-  right after an exact impostor search (the whitened coordinates the solver works in map
-  distances exactly, ``D_M(x, z) = D_{M_w}(x_w, z_w)``: not a scaled variant); the solver
-  learns a new upper bound only at stage ends, so this is the first moment it holds, and
-  knows it holds, a metric at least as good as the peer's. The stages are those of the first
-  of the cell's solves, tightest ``tol`` first, whose stages reach the value.
+  ``Stage.upper`` (eq. 14 on the same ``LMNNProblem`` at the best metric so far) is at most
+  the peer's eq. 14 value, in the first of the cell's solves, tightest ``tol`` first, whose
+  stages reach it (why stage ends: ``docs/design/fast-lmnn-solver.md``, "Time to a peer's
+  value").
 * ``gap``: ours: the certified relative gap ``(upper - lower) / upper`` of the solve's
   certificate. A peer's: ``(eps(M_peer) - L) / eps(M_peer)`` with ``eps`` eq. 14 on our
   ``LMNNProblem`` at the peer's metric ``L^T L`` and ``L`` the largest certified lower bound
@@ -78,8 +75,8 @@ fit. Its columns:
 Resuming. ``--resume`` keeps every complete cell of the
 record it writes (the rows the command would produce for that cell, Euclidean, each target of
 ours and each requested peer, all present) and measures only the other cells, whole, so the
-ratios in a cell always come from one run. Kept rows keep their ``commit``; a row recorded
-before that column existed gets the commit of the record's first line.
+ratios in a cell always come from one run. Kept rows keep their ``commit`` (else the commit
+of the record's first line).
 
 Skips. A solve of ours to a tighter ``tol`` is skipped when the cell's solve to the next
 looser ``tol`` was not certified (the tighter solve follows the same path further). A fit at
