@@ -44,7 +44,7 @@ from lmnn_sdp.core.machine import available_cores
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
-_BLOCK_BYTES = 64 * 2**20  # per thread
+_BLOCK_BYTES = 8 * 2**20  # per thread: a block of distances stays in the last-level cache for its scans
 SEARCH_THREADS = available_cores()
 _PAIR_CHUNK = 1 << 15
 _MIN_CHUNK = 1 << 11

@@ -42,8 +42,9 @@ cluster's impostor multipliers by its own).
    here in the whitened coordinates) they give a rigorous lower bound, and the
    best metric's eq. 14 right after an exact search the upper bound.
    ``converged`` is True only when these prove ``relative_gap <= tol``. The
-   certificate is computed once the estimated gap is within ``PROVE_WITHIN`` tol:
-   where the scale into the dual cone costs more than tol, ``prove`` also tries
+   certificate is computed once the estimated gap is within ``PROVE_WITHIN`` tol
+   and the multipliers' sum within tol of the upper bound (no scale or repair proves
+   more): where the scale into the dual cone costs more than tol, ``prove`` also tries
    the multipliers lowered along the negative eigenvectors of ``Z``
    (``bounds.repair_multipliers``). When the estimated gap is below
    ``UNPROVABLE_BELOW`` tol and the certificate still does not prove tol, the solve
@@ -92,6 +93,8 @@ MAX_STAGES = 60
 PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is within this many tol:
 # its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
 # the dual cone costs the estimate
+PROVABLE_MARGIN = 1e-6  # relative: a certificate is attempted only when the multipliers' sum
+# is within (1 + PROVABLE_MARGIN) tol of the upper bound (``_Run._provable``)
 UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certificate does not prove
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
@@ -307,7 +310,8 @@ class _Run:
                 exact = objective.evaluate(L, gamma)
                 self._offer_upper(objective, exact, _gram(L))
                 self._record(gamma, nit, ev, exact, stop, callback)
-                if self._estimated_gap() <= PROVE_WITHIN * self.tol and self._certificate().certified:
+                if (self._estimated_gap() <= PROVE_WITHIN * self.tol and self._provable()
+                        and self._certificate().certified):
                     return self._result(self.upper.metric, "proved")
                 if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
                     return self._result(self.upper.metric, "unprovable")  # is no longer the optimisation
@@ -434,6 +438,14 @@ class _Run:
 
     def _estimated_gap(self) -> float:
         return relative_gap(self.upper.value, self.lower.value)
+
+    def _provable(self) -> bool:
+        """False when the certificate of the candidates cannot prove tol: neither its scales
+        into the dual cone nor its repair raise the bound above the sum of the multipliers, and
+        its upper bound is eq. 14 at the same metric (the margin covers the rounding between
+        the whitened and the input coordinates)."""
+        reach = float(np.clip(self.lower.multipliers, 0.0, self.problem.mu).sum())
+        return relative_gap(self.upper.value, reach) <= self.tol * (1.0 + PROVABLE_MARGIN)
 
     def _certificate(self) -> Certificate:
         """The rigorous certificate of the best metric and the best multipliers

@@ -206,6 +206,27 @@ def test_each_pair_of_candidates_is_proved_once(iris, monkeypatch):
         assert not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
 
 
+def test_only_multipliers_that_can_reach_tol_are_proved(iris, monkeypatch):
+    """No scale or repair raises the bound above the sum of the multipliers, so a certificate
+    whose multipliers sum to less than (1 - tol) of the upper bound is not attempted (on iris
+    the stage before the last one was, and failed: 6.6e-6 against tol 1e-6)."""
+    from fast_solver.lmnn import solver
+    from lmnn_sdp.certificates.bounds import relative_gap
+
+    reach = []
+
+    def recording_prove(problem, metric, triplets, multipliers, **kwargs):
+        certificate = original(problem, metric, triplets, multipliers, **kwargs)
+        reach.append(relative_gap(certificate.upper, np.clip(multipliers, 0, problem.mu).sum()))
+        return certificate
+
+    original = solver.prove
+    monkeypatch.setattr(solver, "prove", recording_prove)
+    result = solve(iris, tol=1e-6)
+    assert result.converged
+    assert reach and max(reach) <= 1e-6 * (1 + solver.PROVABLE_MARGIN)
+
+
 def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, monkeypatch):
     """When every certificate falls short although the estimated gap is far below tol, the
     solve stops (stalled, not converged) instead of spending max_iter."""
