@@ -14,13 +14,14 @@ certificate can travel with a paper and anyone can re-check it.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap, repair_multipliers
-from lmnn_sdp.core.problem import LMNNProblem, check_triplets
+from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue, check_triplets
 from lmnn_sdp.core.rounding import summation
 
 KINDS = ("lmnn", "multi-metric-lmnn")
@@ -233,27 +234,30 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
     multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
     proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``).
     With ``check`` (the default), a gap within ``tol`` is certified only after the
-    independent evaluation that ``verify`` makes agrees (``independent_check``)."""
+    independent evaluation that ``verify`` makes agrees (``independent_check``); it runs on a
+    second thread beside the rest."""
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
     start = time.perf_counter()
     metric, min_eig = check_candidate_metric(problem, metric)
-    upper = problem.evaluate(metric)
     triplets = check_triplets(triplets, problem.n_samples)
     multipliers = np.asarray(multipliers, dtype=float)
-    bound = dual_lower_bound(problem, triplets, multipliers)
-    if repair and bound.alpha < 1.0 and relative_gap(upper.value, bound.lower) > tol:
-        scaling_cost = bound.multiplier_sum - bound.lower
-        repaired = repair_multipliers(problem, triplets, multipliers, max_decrease=scaling_cost)
-        better = dual_lower_bound(problem, triplets, repaired)
-        if better.lower > bound.lower:
-            multipliers, bound = repaired, better
-    keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
-    lower_error = summation(len(triplets) + 2, bound.lower)
-    gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
-    refused = ""
-    if check and gap <= tol:
-        refused = independent_check(problem, metric, upper.value, upper.rounding)
+    with ThreadPoolExecutor(1) as pool:  # the independent evaluation runs beside the rest
+        other = pool.submit(problem.evaluate, metric, origin=problem.independent_origin()) if check else None
+        upper = problem.evaluate(metric)
+        bound = dual_lower_bound(problem, triplets, multipliers)
+        if repair and bound.alpha < 1.0 and relative_gap(upper.value, bound.lower) > tol:
+            scaling_cost = bound.multiplier_sum - bound.lower
+            repaired = repair_multipliers(problem, triplets, multipliers, max_decrease=scaling_cost)
+            better = dual_lower_bound(problem, triplets, repaired)
+            if better.lower > bound.lower:
+                multipliers, bound = repaired, better
+        keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
+        lower_error = summation(len(triplets) + 2, bound.lower)
+        gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
+        refused = ""
+        if check and gap <= tol:
+            refused = independent_check(problem, metric, upper.value, upper.rounding, other.result())
     return Certificate(upper=upper.value, upper_error=upper.rounding, lower=bound.lower,
                        lower_error=lower_error, relative_gap=gap,
                        certified=bool(gap <= tol and not refused), refused=refused,
@@ -264,11 +268,14 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
                        n_dropped=bound.n_dropped, timings={"prove": time.perf_counter() - start})
 
 
-def independent_check(problem: LMNNProblem, metric, upper: float, upper_error: float) -> str:
+def independent_check(problem: LMNNProblem, metric, upper: float, upper_error: float,
+                      other: ObjectiveValue | None = None) -> str:
     """"" when eq. 14 evaluated on the inputs less another origin
     (``LMNNProblem.independent_origin``: every distance rounds differently) agrees with
-    ``upper`` to within ``upper_error`` plus its own rounding bound; else why not."""
-    other = problem.evaluate(metric, origin=problem.independent_origin())
+    ``upper`` to within ``upper_error`` plus its own rounding bound; else why not. ``other``
+    is that evaluation when already made (``prove`` makes it beside its own)."""
+    if other is None:
+        other = problem.evaluate(metric, origin=problem.independent_origin())
     if abs(other.value - upper) <= upper_error + other.rounding:
         return ""
     return (f"an independent evaluation of eq. 14 gives {other.value!r} (+-{other.rounding:.3g}), "

@@ -318,3 +318,21 @@ def test_prove_keeps_the_repaired_multipliers_as_its_evidence():
     assert np.all(cert.multipliers > 0) and np.all(cert.multipliers <= before)
     assert cert.multipliers.sum() < lam[lam > 0].sum()  # lowered, and zeros left out
     assert cert.verify().lower == pytest.approx(cert.lower, rel=1e-12)
+
+
+def test_prove_refuses_a_gap_that_the_independent_evaluation_contradicts(solved, monkeypatch):
+    """``prove`` makes the independent evaluation of eq. 14 beside its own (on another
+    thread) and certifies nothing that it contradicts."""
+    p, result = solved
+    honest = prove(p, result.metric, result.triplets, result.multipliers, tol=1e-6)
+    assert honest.certified and not honest.refused
+    evaluate = LMNNProblem.evaluate
+
+    def shifted_elsewhere(self, M, clusters=None, origin=None):
+        value = evaluate(self, M, clusters, origin)
+        return value if origin is None else dataclasses.replace(value, value=value.value + 1e-3)
+
+    monkeypatch.setattr(LMNNProblem, "evaluate", shifted_elsewhere)
+    cert = prove(p, result.metric, result.triplets, result.multipliers, tol=1e-6)
+    assert not cert.certified and cert.upper == honest.upper
+    assert cert.refused.startswith("an independent evaluation of eq. 14 gives")
