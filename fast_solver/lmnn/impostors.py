@@ -58,9 +58,11 @@ def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
     return out
 
 
-def map_clusters(X: np.ndarray, L: np.ndarray) -> np.ndarray:
-    """``X[c] L[c]^T`` for every cluster ``c``: ``X`` (C, n, r) and ``L`` (C, s, r) give (C, n, s)."""
-    out = np.empty((len(X), X.shape[1], L.shape[1]))
+def map_clusters(X: np.ndarray, L: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``X[c] L[c]^T`` for every cluster ``c``: ``X`` (C, n, r) and ``L`` (C, s, r) give (C, n, s),
+    into ``out`` when given."""
+    if out is None:
+        out = np.empty((len(X), X.shape[1], L.shape[1]))
     for Xc, Lc, out_c in zip(X, L, out):
         in_chunks(len(Xc), lambda start, stop: np.matmul(Xc[start:stop], Lc.T, out=out_c[start:stop]))
     return out

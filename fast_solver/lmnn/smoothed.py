@@ -80,31 +80,38 @@ class PairGraph:
     def laplacian(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``Lap_w X`` at the graph's nodes (``rows``): at node ``u``, ``sum_p w_p (x_u - x_v)``
         over the pairs ``p`` joining ``u`` and ``v``; ``X`` (n, r), weights (P,)."""
-        edge_w = np.concatenate([weights, weights])[self.order]
-        X = self.rows(X)
-        return compiled.laplacian_rows(self.indptr, self.neighbours, edge_w, X, np.empty_like(X))
+        return self._laplacian(weights, self.rows(X))
 
     def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
-        S = cross_product(self.rows(X), self.laplacian(weights, X))
+        return self.scatter_rows(weights, self.rows(X))
+
+    def scatter_rows(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``scatter`` from the rows of ``X`` at the graph's nodes (``rows(X)``, formed once)."""
+        S = cross_product(rows, self._laplacian(weights, rows))
         return (S + S.T) / 2
+
+    def _laplacian(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        edge_w = np.concatenate([weights, weights])[self.order]
+        return compiled.laplacian_rows(self.indptr, self.neighbours, edge_w, rows, np.empty_like(rows))
 
 
 class ClusterGraphs:
-    """Pairs ``(a_p, b_p)`` grouped by the cluster of ``b_p``: one ``PairGraph`` each."""
+    """Pairs ``(a_p, b_p)`` grouped by the cluster of ``b_p``: one ``PairGraph`` each, with
+    the rows of its cluster's coordinates ``X[c]`` (C, n, r) at its nodes, gathered once."""
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, clusters: np.ndarray, n_clusters: int):
-        n = len(clusters)
-        if n_clusters == 1:
-            self.groups = [(slice(None), PairGraph(a, b, n))]
+    def __init__(self, a: np.ndarray, b: np.ndarray, clusters: np.ndarray, X: np.ndarray):
+        n = X.shape[1]
+        if len(X) == 1:
+            groups = [(slice(None), PairGraph(a, b, n))]
         else:
             which = clusters[b]
-            self.groups = [(m, PairGraph(a[m], b[m], n))
-                           for m in (np.flatnonzero(which == c) for c in range(n_clusters))]
+            groups = [(m, PairGraph(a[m], b[m], n)) for m in (np.flatnonzero(which == c) for c in range(len(X)))]
+        self.groups = [(m, graph, graph.rows(Xc)) for (m, graph), Xc in zip(groups, X)]
 
-    def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]`` (C, n, r); (C, r, r)."""
-        return np.stack([graph.scatter(weights[m], Xc) for (m, graph), Xc in zip(self.groups, X)])
+    def scatter(self, weights: np.ndarray) -> np.ndarray:
+        """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]``; (C, r, r)."""
+        return np.stack([graph.scatter_rows(weights[m], rows) for m, graph, rows in self.groups])
 
 
 @dataclass
@@ -136,6 +143,20 @@ class WorkingSet:
         """Triplets ``(i, j, l)`` (T, 3) of pair indices ``pair`` and target ranks ``rank``."""
         i = self.owner[pair]
         return np.column_stack([i, targets[i, rank], self.impostors[pair]]).astype(np.intp)
+
+
+def _map_at_nodes(X: np.ndarray, graphs: ClusterGraphs, V: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``X[c] V[c]^T`` into ``out`` (C, n, s) for ``X`` (C, n, r), ``V`` (C, s, r); with several
+    clusters only at the nodes of cluster ``c``'s graph in ``graphs``, the only rows that its
+    pairs read (a pair lands in the cluster of its second point), the others left as they were."""
+    if len(V) == 1:
+        return map_clusters(X, V, out)
+    for c, (_, graph, rows) in enumerate(graphs.groups):
+        if graph.nodes is None:
+            np.matmul(rows, V[c].T, out=out[c])
+        else:
+            out[c, graph.nodes] = rows @ V[c].T
+    return out
 
 
 def _pair_keys(i: np.ndarray, l: np.ndarray, n: int) -> np.ndarray:
@@ -181,7 +202,7 @@ class SmoothedObjective:
         P = len(working_set)
         self.graphs = ClusterGraphs(np.concatenate([np.repeat(np.arange(n), k), working_set.owner]),
                                     np.concatenate([self.targets.ravel(), working_set.impostors]),
-                                    self.clusters, len(self.X))
+                                    self.clusters, self.X)
         self.target_w = np.empty((n, k))
         self.pair_w = np.empty(P)
         self.pair_d = np.empty(P)
@@ -190,13 +211,14 @@ class SmoothedObjective:
         self.current: Evaluation | None = None
         self._transition_graph = None
         self._Y = None  # directions X[c] V[c]^T at the transition nodes (several clusters)
+        self._ray_Y = None  # directions X[c] V[c]^T of ``ray``
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
         """``F_gamma``, its gradient and multipliers at ``L`` (C, r, r); keeps the state for
         ``hessian_product`` and ``multipliers``."""
         self.n_evaluations += 1
-        Z = map_clusters(self.X, L)
+        Z = _map_at_nodes(self.X, self.graphs, L, np.empty((len(L), self.X.shape[1], L.shape[1])))
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
         sums = compiled.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
                                       self.mu, self._shift(gamma), self.target_w, self.pair_w, self.pair_d,
@@ -204,7 +226,7 @@ class SmoothedObjective:
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
-        G = self.graphs.scatter(weights, self.X)
+        G = self.graphs.scatter(weights)
         self.Z, self.target_d, self._transition_graph = Z, target_d, None
         self.current = Evaluation(
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
@@ -223,7 +245,7 @@ class SmoothedObjective:
         t = self._transition_triplets()
         c = compiled.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
-        S = self._transition_graph.scatter(np.concatenate([w, -w]), self.X)
+        S = self._transition_graph.scatter(np.concatenate([w, -w]))
         return out + 2.0 * np.matmul(ev.L, S)
 
     def _transition_triplets(self) -> np.ndarray:
@@ -234,7 +256,7 @@ class SmoothedObjective:
             self._transition = t
             self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
                                                    np.concatenate([t[:, 1], t[:, 2]]),
-                                                   self.clusters, len(self.X))
+                                                   self.clusters, self.X)
         return self._transition
 
     def preconditioner(self):
@@ -256,15 +278,16 @@ class SmoothedObjective:
         ev = self.current
         bases = [(np.linalg.eigh(L @ L.T)[1], *np.linalg.eigh(G)[::-1]) for L, G in zip(ev.L, ev.dual_matrix)]
         diagonal = self._hinge_curvature([(U, Q) for U, Q, _ in bases])
-        parts = []
-        for (U, Q, lam), D in zip(bases, diagonal):
+        inverse = []
+        for (_, _, lam), D in zip(bases, diagonal):
             scale = 2.0 * np.maximum(lam, 0.0)[None, :] + D
             top = scale.max()
-            parts.append((U, Q, 1.0 / np.maximum(scale, PRECONDITION_FLOOR * top) if top > 0.0
-                          else np.ones_like(scale)))
+            inverse.append(1.0 / np.maximum(scale, PRECONDITION_FLOOR * top) if top > 0.0 else np.ones_like(scale))
+        U, Q, inverse = np.stack([U for U, _, _ in bases]), np.stack([Q for _, Q, _ in bases]), np.stack(inverse)
+        Ut, Qt = U.transpose(0, 2, 1), Q.transpose(0, 2, 1)
 
         def apply(R: np.ndarray) -> np.ndarray:
-            return np.stack([U @ ((U.T @ Rc @ Q) * inverse) @ Q.T for (U, Q, inverse), Rc in zip(parts, R)])
+            return U @ ((Ut @ R @ Q) * inverse) @ Qt
         return apply
 
     def _hinge_curvature(self, bases) -> np.ndarray:
@@ -284,11 +307,13 @@ class SmoothedObjective:
             i, j, l = t[chunk].T
             cj, cl = self.clusters[j], self.clusters[l]
             for c, (U, Q) in enumerate(bases):
-                mj, ml = cj == c, cl == c
-                a, b = self.X[c, i] - self.X[c, j], self.X[c, i] - self.X[c, l]
+                near = np.flatnonzero((cj == c) | (cl == c))  # the triplets cluster c's terms see
+                mj, ml = (cj[near] == c)[:, None], (cl[near] == c)[:, None]
+                Xi = self.X[c, i[near]]
+                a, b = Xi - self.X[c, j[near]], Xi - self.X[c, l[near]]
                 LU = ev.L[c].T @ U
-                alpha, beta = (a @ Q) * mj[:, None], (a @ LU) * mj[:, None]
-                alpha_, beta_ = (b @ Q) * ml[:, None], (b @ LU) * ml[:, None]
+                alpha, beta = (a @ Q) * mj, (a @ LU) * mj
+                alpha_, beta_ = (b @ Q) * ml, (b @ LU) * ml
                 out[c] += ((beta * beta).T @ (alpha * alpha) + (beta_ * beta_).T @ (alpha_ * alpha_)
                            - 2.0 * (beta * beta_).T @ (alpha * alpha_))
         return (4.0 * self.mu / ev.gamma * weight) * out
@@ -296,17 +321,9 @@ class SmoothedObjective:
     def _direction(self, V: np.ndarray) -> np.ndarray:
         """``X[c] V[c]^T`` (C, n, r), formed only at the nodes of the transition graphs when
         there are several clusters (the other rows are never read)."""
-        if len(V) == 1:
-            return map_clusters(self.X, V)
         if self._Y is None:
-            self._Y = np.empty_like(self.X)
-        Y = self._Y
-        for c, (_, graph) in enumerate(self._transition_graph.groups):
-            if graph.nodes is None:
-                np.matmul(self.X[c], V[c].T, out=Y[c])
-            else:
-                Y[c, graph.nodes] = self.X[c, graph.nodes] @ V[c].T
-        return Y
+            self._Y = np.empty_like(self.Z)
+        return _map_at_nodes(self.X, self._transition_graph, V, self._Y)
 
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
@@ -323,9 +340,9 @@ class SmoothedObjective:
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
         shift = self._shift(ev.gamma)
-        Y = np.zeros_like(self.Z)
-        for c in np.flatnonzero(V.any(axis=(1, 2))):
-            np.matmul(self.X[c], V[c].T, out=Y[c])
+        if self._ray_Y is None:  # reused: a fresh (C, n, r) array costs its page faults every ray
+            self._ray_Y = np.empty_like(self.Z)
+        Y = _map_at_nodes(self.X, self.graphs, V, self._ray_Y)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
