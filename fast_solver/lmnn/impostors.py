@@ -168,7 +168,7 @@ def cluster_impostor_pairs(Z: np.ndarray, clusters: np.ndarray, codes: np.ndarra
     parts = [impostor_pairs(Zc, codes, radius, method, searched, columns=clusters == c)
              for c, Zc in enumerate(Z)]
     i, l, dist = (np.concatenate(part) for part in zip(*parts))
-    order = np.lexsort((l, i))
+    order = np.argsort(pair_keys(i, l, Z.shape[1]), kind="stable")
     return i[order], l[order], dist[order]
 
 
@@ -235,8 +235,14 @@ def impostor_pairs(
     dist = pair_distances(Z, i, l)
     keep = dist < radius[i]
     i, l, dist = i[keep], l[keep], dist[keep]
-    order = np.lexsort((l, i))
+    order = np.argsort(pair_keys(i, l, len(Z)), kind="stable")
     return i[order], l[order], dist[order]
+
+
+def pair_keys(i: np.ndarray, l: np.ndarray, n: int) -> np.ndarray:
+    """``i n + l`` in int64 (P,): one key per pair ``(i, l)`` of ``n`` points, ordered as ``(i, l)``
+    (one sort instead of a lexicographic sort on two keys)."""
+    return np.asarray(i, dtype=np.int64) * n + np.asarray(l, dtype=np.int64)
 
 
 def choose_search_method(rank: int, method: str = "auto") -> str:

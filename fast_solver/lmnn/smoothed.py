@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver.lmnn import compiled
-from fast_solver.lmnn.impostors import cross_product, map_clusters
+from fast_solver.lmnn.impostors import cross_product, map_clusters, pair_keys
 from lmnn_sdp.core.whitening import ClusterWhitening
 
 PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
@@ -127,7 +127,9 @@ class WorkingSet:
 
     @classmethod
     def from_pairs(cls, i: np.ndarray, l: np.ndarray, n: int) -> WorkingSet:
-        keys = np.unique(_pair_keys(i, l, n))
+        keys = pair_keys(i, l, n)
+        if np.any(keys[1:] <= keys[:-1]):  # the searches hand their pairs sorted and distinct
+            keys = np.unique(keys)
         owner, impostors = (keys // n).astype(np.intp), (keys % n).astype(np.intp)
         ptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.intp)
         return cls(owner, np.ascontiguousarray(impostors), ptr)
@@ -137,7 +139,7 @@ class WorkingSet:
 
     def keys(self) -> np.ndarray:
         """``i n + l`` (P,) of every pair, increasing: pairs of two sets match by key."""
-        return _pair_keys(self.owner, self.impostors, len(self.ptr) - 1)
+        return pair_keys(self.owner, self.impostors, len(self.ptr) - 1)
 
     def triplets(self, targets: np.ndarray, pair: np.ndarray, rank: np.ndarray) -> np.ndarray:
         """Triplets ``(i, j, l)`` (T, 3) of pair indices ``pair`` and target ranks ``rank``."""
@@ -157,11 +159,6 @@ def _map_at_nodes(X: np.ndarray, graphs: ClusterGraphs, V: np.ndarray, out: np.n
         else:
             out[c, graph.nodes] = rows @ V[c].T
     return out
-
-
-def _pair_keys(i: np.ndarray, l: np.ndarray, n: int) -> np.ndarray:
-    """``i n + l`` in int64: one key per pair ``(i, l)`` of ``n`` points, ordered as ``(i, l)``."""
-    return np.asarray(i, dtype=np.int64) * n + np.asarray(l, dtype=np.int64)
 
 
 @dataclass
