@@ -231,3 +231,43 @@ def test_the_preconditioner_leaves_a_cluster_with_a_vanishing_diagonal_unscaled(
         applied = objective.preconditioner()(R)
     assert np.all(np.isfinite(applied)) and float(np.sum(applied * R)) > 0  # still positive definite
     assert ev.n_active > 0
+
+
+def test_class_metrics_on_few_pairs_read_only_their_graphs_nodes():
+    """With few working-set pairs each cluster's graph touches few points, and ``X[c] V_c^T`` is
+    formed at its nodes only (buffers reused across calls): the value against brute force over
+    the working set's triplets, gradient and Hessian products by finite differences, a ray by
+    evaluations."""
+    X, y = make_blobs(150, 3, centers=5, cluster_std=3.0, random_state=1)
+    problem = LMNNProblem(X, y, k=2, mu=0.3)
+    whitening = whiten_clusters(problem.with_clusters(problem.label_codes))
+    pairs = np.unique(problem.all_triplets()[::300][:, [0, 2]], axis=0)
+    n, k = problem.targets.shape
+    objective = SmoothedObjective(whitening, problem.targets, problem.mu,
+                                  WorkingSet.from_pairs(pairs[:, 0], pairs[:, 1], n))
+    rng = np.random.default_rng(5)
+    L, V = rng.normal(size=(2, 5, whitening.rank, whitening.rank))
+    gamma = 2.0
+    ev = objective.evaluate(L, gamma)
+    assert all(graph.nodes is not None for _, graph, _ in objective.graphs.groups)
+    assert 0 < ev.n_transition
+    ws = objective.ws
+    t = ws.triplets(problem.targets, np.repeat(np.arange(len(ws)), k), np.tile(np.arange(k), len(ws)))
+    metrics = whitening.lift(np.matmul(L.transpose(0, 2, 1), L))
+    h = problem.triplet_margins(metrics, t, problem.label_codes)
+    smooth = np.where(h >= gamma, h - gamma / 2, np.where(h > 0, h * h / (2 * gamma), 0.0))
+    pull = problem.target_distances(metrics, problem.label_codes).sum()
+    assert ev.value == pytest.approx((1 - problem.mu) * pull + problem.mu * smooth.sum(), rel=1e-12)
+    step = 1e-6
+    for _ in range(2):  # the second pass runs on buffers the first one filled
+        objective.evaluate(L, gamma)
+        product = objective.hessian_product(V)
+        change = objective.ray(V)(0.3)
+        difference = (objective.evaluate(L + step * V, gamma).gradient
+                      - objective.evaluate(L - step * V, gamma).gradient) / (2 * step)
+        np.testing.assert_allclose(product, difference, rtol=1e-5, atol=1e-5 * np.abs(difference).max())
+        assert change == pytest.approx(objective.evaluate(L + 0.3 * V, gamma).value - ev.value, rel=1e-9)
+        assert np.sum(objective.evaluate(L, gamma).gradient * V) == pytest.approx(
+            (objective.evaluate(L + step * V, gamma).value - objective.evaluate(L - step * V, gamma).value)
+            / (2 * step), rel=1e-6)
+        V = rng.normal(size=V.shape)
