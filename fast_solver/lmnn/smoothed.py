@@ -207,8 +207,7 @@ class SmoothedObjective:
         self.prior = np.zeros((P, k))  # the multipliers that shift each hinge (module docstring)
         self.current: Evaluation | None = None
         self._transition_graph = None
-        self._Y = None  # directions X[c] V[c]^T at the transition nodes (several clusters)
-        self._ray_Y = None  # directions X[c] V[c]^T of ``ray``
+        self._directions = None  # (C, n, r) scratch of ``_direction``, reused by every call
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
@@ -240,7 +239,8 @@ class SmoothedObjective:
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
-        c = compiled.triplet_products(self.Z, self._direction(V), self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        Y = self._direction(self._transition_graph, V)
+        c = compiled.triplet_products(self.Z, Y, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]))
         return out + 2.0 * np.matmul(ev.L, S)
@@ -315,12 +315,13 @@ class SmoothedObjective:
                            - 2.0 * (beta * beta_).T @ (alpha * alpha_))
         return (4.0 * self.mu / ev.gamma * weight) * out
 
-    def _direction(self, V: np.ndarray) -> np.ndarray:
-        """``X[c] V[c]^T`` (C, n, r), formed only at the nodes of the transition graphs when
-        there are several clusters (the other rows are never read)."""
-        if self._Y is None:
-            self._Y = np.empty_like(self.Z)
-        return _map_at_nodes(self.X, self._transition_graph, V, self._Y)
+    def _direction(self, graphs: ClusterGraphs, V: np.ndarray) -> np.ndarray:
+        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``_map_at_nodes``), in one scratch
+        array that every call reuses (a fresh one costs its page faults each time); the caller
+        consumes it before the next call."""
+        if self._directions is None:
+            self._directions = np.empty_like(self.Z)
+        return _map_at_nodes(self.X, graphs, V, self._directions)
 
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
@@ -337,9 +338,7 @@ class SmoothedObjective:
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
         shift = self._shift(ev.gamma)
-        if self._ray_Y is None:  # reused: a fresh (C, n, r) array costs its page faults every ray
-            self._ray_Y = np.empty_like(self.Z)
-        Y = _map_at_nodes(self.X, self.graphs, V, self._ray_Y)
+        Y = self._direction(self.graphs, V)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
