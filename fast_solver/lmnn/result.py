@@ -92,6 +92,10 @@ class FastLMNNResult(CertifiedResult):
     active_triplets : ndarray of int, shape (n_active, 3)
         Those triplets, a warm start for ``lmnn_sdp``'s constraint generation.
     stages : list of Stage
+    upper_path : list of (float, float)
+        ``(seconds since the start of the solve, upper)`` at every improvement of the upper
+        bound: eq. 14 at the best metric so far, learnt right after an exact impostor search
+        (at the start, after every search within a stage, and at the end of every stage).
     timings : dict of str to float
         Seconds in ``search``, ``newton``, ``escape`` (line searches out of saddles), ``bounds``
         and ``total``.
@@ -126,6 +130,7 @@ class FastLMNNResult(CertifiedResult):
     n_active: int
     active_triplets: np.ndarray
     stages: list = field(default_factory=list)
+    upper_path: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
 
     @property

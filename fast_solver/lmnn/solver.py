@@ -99,7 +99,8 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 2  # version of the iterations a checkpoint replays (2: multiplier updates), in its fingerprint
+ITERATIONS = 3  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+# at every search), in its fingerprint
 
 
 def solve(
@@ -285,6 +286,7 @@ class _Run:
         self.certificate: Certificate | None = None
         self._proved_for: tuple[_Candidate, _Candidate] | None = None  # the candidates of ``certificate``
         self.stages: list[Stage] = []
+        self.upper_path: list[tuple[float, float]] = []  # (elapsed, upper) at each improvement
         self.n_iter = self.n_evaluations = self.n_hessian_products = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
@@ -298,11 +300,11 @@ class _Run:
             return self._result(self.upper.metric, saved["stop"], saved["max_iter"])
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
-        objective, L, nit = (self._renew(L), L, 0) if saved is None else self._restore(saved)
+        objective, L, nit, searched = (self._renew(L), L, 0, True) if saved is None else self._restore(saved)
         bar = tqdm(total=max_iter, initial=self.n_iter, disable=not progress, desc="LMNN", unit="it")
         try:
             for _ in range(len(self.stages), MAX_STAGES):
-                objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
+                objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit, searched)
                 gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
@@ -321,24 +323,27 @@ class _Run:
                     self.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = self.prior[1]
                     self.gamma = gamma * SHRINK
-                nit = 0
+                nit, searched = 0, False  # eq. 14 at L was offered above
         finally:
             bar.close()
         return self._result(self.upper.metric, "max_iter", max_iter)
 
-    def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
+    def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0, searched: bool = False):
         """Newton iterations at ``self.gamma`` (``nit`` spent already): a fresh search whenever
         the metric leaves the region where the working set is provably complete, an escape
         step whenever a negative eigenvalue of ``G`` (a saddle of ``L``) dominates the
-        estimated gap. The start of every Newton call is a restart point (``_state``)."""
+        estimated gap. ``searched``: the working set of ``objective`` was searched at ``L``, so
+        the first evaluation there is eq. 14 and offers an upper bound. The start of every
+        Newton call is a restart point (``_state``)."""
         gamma = self.gamma
         while True:
             if self.checkpoint.due():
-                self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit))
-            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
+                self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit, searched=searched))
+            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar, searched)
             nit += taken
+            searched = False
             if stop == "stale" and self.n_iter < max_iter:
-                objective = self._renew(L)
+                objective, searched = self._renew(L), True
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
@@ -350,13 +355,19 @@ class _Run:
             L = escaped
 
     # -- one stage ------------------------------------------------------------
-    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar):
-        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5)."""
+    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar, searched: bool = False):
+        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5);
+        with ``searched`` (the working set was searched at ``L``) the first evaluation is
+        eq. 14 at ``L`` and is offered as an upper bound."""
         tic = time.perf_counter()
         shape = L.shape
+        exact = [searched]
 
         def fun(x):
             ev = objective.evaluate(x.reshape(shape), gamma)
+            if exact[0]:
+                exact[0] = False
+                self._offer_upper(objective, ev, _gram(ev.L))
             return ev.value, ev.gradient.ravel()
 
         saddle, stale = [0], [False]
@@ -435,6 +446,7 @@ class _Run:
         if ev.objective < self.upper.value:
             triplets, _ = objective.multipliers()
             self.upper = _Candidate(ev.objective, metric=M_w, triplets=triplets)
+            self.upper_path.append((time.perf_counter() - self.start_time, ev.objective))
 
     def _estimated_gap(self) -> float:
         return relative_gap(self.upper.value, self.lower.value)
@@ -468,25 +480,27 @@ class _Run:
 
     # -- checkpoints ----------------------------------------------------------
     def _state(self, stop: str | None, objective: SmoothedObjective | None = None, L=None, nit: int = 0,
-               max_iter: int = 0) -> dict:
-        """The checkpoint of the solve at a restart point (``stop`` None: the objective, ``L``
-        and the stage's Newton iterations ``nit`` so far) or at its end (why it ``stop``-ped)."""
+               searched: bool = False, max_iter: int = 0) -> dict:
+        """The checkpoint of the solve at a restart point (``stop`` None: the objective, ``L``,
+        the stage's Newton iterations ``nit`` so far and whether the set was ``searched`` at
+        ``L``) or at its end (why it ``stop``-ped)."""
         state = {"stop": stop, "max_iter": max_iter, "upper": vars(self.upper), "lower": vars(self.lower),
-                 "stages": [vars(stage) for stage in self.stages],
+                 "stages": [vars(stage) for stage in self.stages], "upper_path": list(self.upper_path),
                  "counters": (self.n_iter, self.n_evaluations, self.n_hessian_products),
                  "searches": (self.search.n_searches, self.search.points_searched),
                  "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
         if stop is None:
             own = None if objective.ws is self.search.working_set else vars(objective.ws)
-            state.update(L=L, nit=nit, gamma=self.gamma, prior=self.prior, search=self.search.state(),
+            state.update(L=L, nit=nit, searched=searched, gamma=self.gamma, prior=self.prior, search=self.search.state(),
                          working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
         return state
 
     def _restore(self, state: dict):
-        """Continue from ``_state``: at a restart point, the objective, ``L`` and ``nit`` to
-        resume ``_stage`` with."""
+        """Continue from ``_state``: at a restart point, the objective, ``L``, ``nit`` and
+        ``searched`` to resume ``_stage`` with."""
         self.upper, self.lower = _Candidate(**state["upper"]), _Candidate(**state["lower"])
         self.stages = [Stage(**stage) for stage in state["stages"]]
+        self.upper_path = [tuple(point) for point in state["upper_path"]]
         self.n_iter, self.n_evaluations, self.n_hessian_products = state["counters"]
         self.search.n_searches, self.search.points_searched = state["searches"]
         self.timings = dict(state["timings"])
@@ -498,7 +512,7 @@ class _Run:
         ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
         objective = self._objective(ws)
         objective.n_evaluations, objective.n_hessian_products = state["evaluations"]
-        return objective, state["L"], state["nit"]
+        return objective, state["L"], state["nit"], state["searched"]
 
     # -- bookkeeping ----------------------------------------------------------
     def _record(self, gamma, nit, ev, ev_0, stop, callback) -> None:
@@ -550,7 +564,7 @@ class _Run:
             n_evaluations=self.n_evaluations, n_hessian_products=self.n_hessian_products,
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,
             n_active=len(self.upper.triplets), active_triplets=self.upper.triplets,
-            stages=list(self.stages), timings=dict(self.timings))
+            stages=list(self.stages), upper_path=list(self.upper_path), timings=dict(self.timings))
 
 
 def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:

@@ -11,6 +11,7 @@ from sklearn.datasets import load_iris, make_blobs
 
 import fast_solver
 from fast_solver import solve
+from fast_solver.lmnn.start import best_scale
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from lmnn_sdp.certificates.bounds import dual_lower_bound
 
@@ -120,6 +121,18 @@ def test_callback_sees_every_stage_with_growing_bounds(iris):
     assert [s.stage for s in stages] == list(range(len(stages)))
     assert all(b.upper <= a.upper and b.lower >= a.lower for a, b in zip(stages, stages[1:]))
     assert all(b.gamma <= a.gamma for a, b in zip(stages, stages[1:]))
+
+
+def test_every_search_that_finds_a_better_metric_extends_the_upper_path(iris):
+    stages = []
+    r = solve(iris, callback=stages.append)
+    seconds, uppers = map(np.array, zip(*r.upper_path))
+    assert np.all(np.diff(seconds) >= 0) and np.all(np.diff(uppers) < 0)
+    start = best_scale(iris, np.eye(4)) * np.eye(4)
+    assert uppers[0] == pytest.approx(iris.objective(start), rel=1e-9)  # the first search, at the start
+    ends = {s.upper for s in stages}
+    assert ends <= set(uppers) and uppers[-1] == stages[-1].upper
+    assert len(uppers) > len(ends) + 1  # searches within the stages found better metrics too
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -145,17 +145,23 @@ def test_a_quadratic_peer_is_skipped_from_its_measured_time_at_the_smaller_n():
     assert grid.size_skip_reason(rows, label, "own stop", 60_000, 300, 1800.0, growth) is None  # other d
 
 
-def test_time_to_a_peer_value_is_the_first_stage_of_the_tightest_solve_that_reaches_it():
+def test_time_to_a_peer_value_is_the_first_upper_bound_of_the_tightest_solve_that_reaches_it():
     stages = {"certified 1e-2": [[1.0, 120.0, 0.1, 0.1, 5], [2.0, 101.0, 0.01, 0.03, 4]],
               "certified 1e-4": [[1.1, 120.0, 0.1, 0.1, 5], [2.2, 101.0, 0.01, 0.03, 4], [3.0, 100.0, 1e-4, 0.009, 3]]}
-    rows = [{**row(300, 5, s[-1][0], target=t), "stages": s} for t, s in stages.items()]
+    uppers = {"certified 1e-2": [[0.5, 130.0], [0.8, 109.0], [1.0, 108.0], [2.0, 101.0]],
+              "certified 1e-4": [[0.6, 130.0], [0.9, 109.5], [1.1, 108.0], [2.2, 101.0], [3.0, 100.0]]}
+    rows = [{**row(300, 5, s[-1][0], target=t), "stages": s, "uppers": uppers[t]} for t, s in stages.items()]
     reached = grid.time_to_value("PyLMNN 1.6.4", {"objective": 110.0, "status": "finished"}, rows)
-    assert (reached["status"], reached["seconds"], reached["objective"]) == ("reached", 2.2, 101.0)
-    assert reached["detail"].startswith("stage 1 (gamma 0.03) of the solve to certified 1e-4 ends 2.2 s")
+    assert (reached["status"], reached["seconds"], reached["objective"]) == ("reached", 0.9, 109.5)
+    assert reached["detail"] == ("the solve to certified 1e-4 holds a metric with eq. 14 109.5 <= 110 0.9 s "
+                                 "into the fit")
     missed = grid.time_to_value("PyLMNN 1.6.4", {"objective": 99.0, "status": "finished"}, rows)
     assert missed["status"] == "not reached" and missed["seconds"] is None
     killed = grid.time_to_value("PyLMNN 1.6.4", {"objective": None, "status": "not finished within budget"}, rows)
     assert killed["status"] == "skipped" and killed["detail"] == "PyLMNN 1.6.4 has no metric (not finished within budget)"
+    del rows[1]["uppers"]  # the tightest solve was killed: only its stage ends are known
+    reached = grid.time_to_value("PyLMNN 1.6.4", {"objective": 110.0, "status": "finished"}, rows)
+    assert (reached["seconds"], reached["objective"]) == (2.2, 101.0)
 
 
 @pytest.mark.parametrize("tol, text", [(1e-2, "certified 1e-2"), (1e-6, "certified 1e-6"),

@@ -47,17 +47,17 @@ fit. Its columns:
   ``LMNNProblem`` (our target-neighbour search included; the peers' own searches are inside
   their fits) to the returned result, the cell's arrays already loaded. Killed fits: seconds
   from the start of the process to the kill (the cost of trying). Rows ``eq. 14 of PEER``:
-  seconds from the same start to the end of the first continuation stage whose upper bound
-  ``Stage.upper`` (eq. 14 on the same ``LMNNProblem`` at the best metric so far) is at most
-  the peer's eq. 14 value, in the first of the cell's solves, tightest ``tol`` first, whose
-  stages reach it (why stage ends: ``docs/design/fast-lmnn-solver.md``, "Time to a peer's
-  value").
+  seconds from the same start to the first improvement of the solve's upper bound
+  (``FastLMNNResult.upper_path``: eq. 14 on the same ``LMNNProblem`` at the best metric so
+  far, right after an exact search) to at most the peer's eq. 14 value, in the first of the
+  cell's solves, tightest ``tol`` first, that reaches it; a killed solve has only its stage
+  ends (why exact searches: ``docs/design/fast-lmnn-solver.md``, "Time to a peer's value").
 * ``gap``: ours: the certified relative gap ``(upper - lower) / upper`` of the solve's
   certificate. A peer's: ``(eps(M_peer) - L) / eps(M_peer)`` with ``eps`` eq. 14 on our
   ``LMNNProblem`` at the peer's metric ``L^T L`` and ``L`` the largest certified lower bound
   of our solves in the cell (``lower``); at least its relative excess over the optimum.
 * ``objective``: eq. 14 at the row's metric (ours: the certificate's upper bound; peers:
-  ``LMNNProblem.objective``; rows ``eq. 14 of PEER``: ``Stage.upper`` of that stage).
+  ``LMNNProblem.objective``; rows ``eq. 14 of PEER``: that upper bound).
 * ``lower``: ours: the solve's certified lower bound; peers: the bound their gap uses.
 * ``peak_gib``: peak resident memory of the fit's process right after the fit (interpreter,
   libraries, the cell's training arrays and the fit; the test error is computed after);
@@ -235,7 +235,8 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     -------
     list of dict
         The rows (``COLUMNS`` and, on our rows, ``stages``: ``[seconds, upper, estimated gap,
-        gamma, Newton iterations]`` per stage).
+        gamma, Newton iterations]`` per stage, and on finished solves ``uppers``: ``[seconds,
+        upper]`` per improvement of the upper bound).
     """
     rows: list[dict] = []
     solvers = sorted(solvers, key=SOLVERS.index)
@@ -443,23 +444,25 @@ def best_lower(rows: Sequence[dict]) -> float | None:
 
 
 def time_to_value(peer: str, measured: dict | None, rows: Sequence[dict]) -> dict:
-    """The row ``eq. 14 of PEER``: the end of the first stage of our solves (tightest tol
-    first) whose ``Stage.upper`` is at most the peer's eq. 14 value."""
+    """The row ``eq. 14 of PEER``: the first improvement of our solves' upper bound (tightest
+    tol first) to at most the peer's eq. 14 value (a killed solve's: its stage ends)."""
     target = f"eq. 14 of {peer}"
     value = None if measured is None else measured.get("objective")
     if value is None:
         status = "skipped" if measured is None else measured["status"]
         return _row(solver=OURS, target=target, status=SKIPPED, detail=f"{peer} has no metric ({status})")
-    ours = [row for row in rows if row["solver"] == OURS and row.get("stages")]
+    ours = [row for row in rows if row["solver"] == OURS and (row.get("uppers") or row.get("stages"))]
     for row in reversed(ours):  # the tightest tol first
-        for index, (seconds, upper, _, gamma, _) in enumerate(row["stages"]):
+        path = row.get("uppers") or [stage[:2] for stage in row["stages"]]
+        for seconds, upper in path:
             if upper <= value:
                 return _row(solver=OURS, target=target, status=REACHED, seconds=seconds, objective=upper,
-                            detail=f"stage {index} (gamma {gamma:.2g}) of the solve to {row['target']} ends "
-                                   f"{seconds:.1f} s into the fit with eq. 14 {upper:.10g} <= {value:.10g}")
-    ends = "; ".join(f"the solve to {row['target']} ended at eq. 14 {row['stages'][-1][1]:.10g}" for row in ours)
+                            detail=f"the solve to {row['target']} holds a metric with eq. 14 {upper:.10g} <= "
+                                   f"{value:.10g} {seconds:.1f} s into the fit")
+    ends = "; ".join(f"the solve to {row['target']} ended at eq. 14 {row['stages'][-1][1]:.10g}"
+                     for row in ours if row.get("stages"))
     return _row(solver=OURS, target=target, status=NOT_REACHED,
-                detail=f"no stage reached {peer}'s eq. 14 {value:.10g}: {ends or 'no stage of ours ended'}")
+                detail=f"no solve reached {peer}'s eq. 14 {value:.10g}: {ends or 'no stage of ours ended'}")
 
 
 def add_ratios(rows: Sequence[dict], solver: str, measured: dict | None) -> None:
@@ -477,7 +480,8 @@ def add_ratios(rows: Sequence[dict], solver: str, measured: dict | None) -> None
 # -- in the fresh process -------------------------------------------------------------------
 def fit_ours(arrays: str, tol: float, max_iter: int, progress: str) -> dict:
     """Our solve to ``tol`` on the cell's arrays; every stage is appended to the JSON file
-    ``progress`` as ``[seconds, upper, estimated gap, gamma, Newton iterations]``."""
+    ``progress`` as ``[seconds, upper, estimated gap, gamma, Newton iterations]``; ``uppers``
+    is ``FastLMNNResult.upper_path`` on the same clock (seconds since before ``LMNNProblem``)."""
     from fast_solver import solve
     from lmnn_sdp.core.problem import LMNNProblem
 
@@ -492,6 +496,8 @@ def fit_ours(arrays: str, tol: float, max_iter: int, progress: str) -> dict:
 
     result = solve(LMNNProblem(X, y, k=K, mu=MU), tol=tol, max_iter=max_iter, callback=callback)
     seconds, peak = time.perf_counter() - start, _peak_gib()
+    offset = stages[-1][0] - result.stages[-1].elapsed if stages else seconds - result.timings["total"]
+    uppers = [[offset + elapsed, upper] for elapsed, upper in result.upper_path]  # on the fit's clock
     L = result.components
     X_test, y_test = _load(arrays, "test")
     timings = ", ".join(f"{key} {value:.1f} s" for key, value in result.timings.items() if key != "total")
@@ -500,7 +506,8 @@ def fit_ours(arrays: str, tol: float, max_iter: int, progress: str) -> dict:
     return dict(status=CERTIFIED if result.certified else NOT_CERTIFIED, seconds=seconds,
                 gap=result.relative_gap, objective=result.upper, lower=result.lower, peak_gib=peak,
                 error=knn_error(X @ L.T, y, X_test @ L.T, y_test), n_iter=result.n_iter,
-                detail=detail if result.certified else f"{result.message}; {detail}", stages=stages)
+                detail=detail if result.certified else f"{result.message}; {detail}", stages=stages,
+                uppers=uppers)
 
 
 def fit_peer(arrays: str, solver: str) -> dict:
@@ -672,7 +679,7 @@ def protocol_notes(args) -> str:
             f"defaults through validation.peers (shims: {shims or 'none'}). Columns as the module docstring of "
             f"{MODULE} defines them: `seconds` wall-clock of the fit (our target search included), `gap` ours "
             "certified, a peer's against our best certified lower bound in the cell (`lower`), `eq. 14 of PEER` "
-            "rows our time to the end of the first stage whose eq. 14 upper bound is at most the peer's value, "
+            "rows our time to the first upper bound (eq. 14 after an exact search) at most the peer's value, "
             "`vs_PEER` the peer's seconds over the row's (same run), `peak_gib` the fit process's peak resident "
             f"memory, `error` 3-NN test error. {_threads()}; {versions}.")
 
