@@ -97,6 +97,29 @@ def test_the_peers_get_our_bound_our_time_to_their_value_and_same_run_ratios(tmp
     assert growth == []  # one size on each axis
 
 
+def test_a_peer_killed_or_failed_is_recorded_and_the_grid_goes_on(tmp_path, monkeypatch):
+    pytest.importorskip("metric_learn")
+    measure = grid.attempt
+
+    def attempt(function, *args, budget, progress=None):  # the peer's fits end without a metric
+        if function is not grid.fit_peer:
+            return measure(function, *args, budget=budget, progress=progress)
+        if "-d5." in args[0]:
+            return {"status": grid.OVER_BUDGET, "seconds": budget, "peak_gib": 0.5, "detail": "killed", "stages": []}
+        return {"status": grid.FAILED, "detail": "MemoryError: "}
+    monkeypatch.setattr(grid, "attempt", attempt)
+    rows, _ = run(tmp_path, monkeypatch, "--n", "300", "--d", "5", "10", "--solvers", "fast", "metric-learn",
+                  "--tols", "1e-2", "--budget", "300")
+    peers = [row for row in rows if row["solver"].startswith("metric-learn")]
+    assert [(row["d"], row["status"], row["gap"]) for row in peers] == [
+        ("5", "not finished within budget", ""), ("10", "failed", "")]
+    reached = [row for row in rows if row["target"].startswith("eq. 14 of")]
+    assert [(row["status"], row["detail"]) for row in reached] == [
+        ("skipped", f"{peers[0]['solver']} has no metric (not finished within budget)"),
+        ("skipped", f"{peers[0]['solver']} has no metric (failed)")]
+    assert all(row["vs_metric_learn"] == "" for row in rows)
+
+
 def test_growth_exponent_of_a_power_law_is_its_power():
     def seconds(d):
         return 0.37 * d ** 2

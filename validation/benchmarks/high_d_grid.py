@@ -310,7 +310,7 @@ def run_peer(cell: Cell, solver: str, budget: float) -> None:
     else:
         measured = attempt(fit_peer, str(cell.arrays), solver, budget=budget)
         lower = best_lower(cell.rows)
-        if measured["objective"] is not None and lower is not None:
+        if measured.get("objective") is not None and lower is not None:  # killed or failed: no metric
             measured.update(lower=lower, gap=(measured["objective"] - lower) / measured["objective"])
         cell.add(_row(solver=name, target=OWN_STOP, **measured))
     if any(row["solver"] == OURS for row in cell.rows):
