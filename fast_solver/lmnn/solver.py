@@ -300,11 +300,11 @@ class _Run:
             return self._result(self.upper.metric, saved["stop"], saved["max_iter"])
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
-        objective, L, nit, searched = (self._renew(L), L, 0, True) if saved is None else self._restore(saved)
+        objective, L, nit = (self._renew(L), L, 0) if saved is None else self._restore(saved)
         bar = tqdm(total=max_iter, initial=self.n_iter, disable=not progress, desc="LMNN", unit="it")
         try:
             for _ in range(len(self.stages), MAX_STAGES):
-                objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit, searched)
+                objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
                 gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
@@ -323,27 +323,24 @@ class _Run:
                     self.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = self.prior[1]
                     self.gamma = gamma * SHRINK
-                nit, searched = 0, False  # eq. 14 at L was offered above
+                nit = 0
         finally:
             bar.close()
         return self._result(self.upper.metric, "max_iter", max_iter)
 
-    def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0, searched: bool = False):
+    def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
         """Newton iterations at ``self.gamma`` (``nit`` spent already): a fresh search whenever
         the metric leaves the region where the working set is provably complete, an escape
         step whenever a negative eigenvalue of ``G`` (a saddle of ``L``) dominates the
-        estimated gap. ``searched``: the working set of ``objective`` was searched at ``L``, so
-        the first evaluation there is eq. 14 and offers an upper bound. The start of every
-        Newton call is a restart point (``_state``)."""
+        estimated gap. The start of every Newton call is a restart point (``_state``)."""
         gamma = self.gamma
         while True:
             if self.checkpoint.due():
-                self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit, searched=searched))
-            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar, searched)
+                self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit))
+            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
             nit += taken
-            searched = False
             if stop == "stale" and self.n_iter < max_iter:
-                objective, searched = self._renew(L), True
+                objective = self._renew(L)
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
@@ -355,13 +352,13 @@ class _Run:
             L = escaped
 
     # -- one stage ------------------------------------------------------------
-    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar, searched: bool = False):
-        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5);
-        with ``searched`` (the working set was searched at ``L``) the first evaluation is
-        eq. 14 at ``L`` and is offered as an upper bound."""
+    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar):
+        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5); when
+        the working set was searched at ``L`` (``_searched_at``) the first evaluation is eq. 14
+        there and is offered as an upper bound."""
         tic = time.perf_counter()
         shape = L.shape
-        exact = [searched]
+        exact = [self._searched_at(objective, L)]
 
         def fun(x):
             ev = objective.evaluate(x.reshape(shape), gamma)
@@ -407,6 +404,12 @@ class _Run:
         elif reason == "stop" and saddle[0] >= SADDLE_PATIENCE:
             reason = "saddle"
         return result.x.reshape(shape), result.nit, reason
+
+    def _searched_at(self, objective: SmoothedObjective, L: np.ndarray) -> bool:
+        """Whether ``objective``'s working set is the search's last, made at ``M_w = L^T L``:
+        it then holds every active triplet at ``L``."""
+        return (objective.ws is self.search.working_set and self.search.metric is not None
+                and np.array_equal(self.search.metric, _gram(L)))
 
     def _renew(self, L: np.ndarray) -> SmoothedObjective:
         """Exact search at ``L`` and the smoothed objective on the renewed working set."""
@@ -480,10 +483,9 @@ class _Run:
 
     # -- checkpoints ----------------------------------------------------------
     def _state(self, stop: str | None, objective: SmoothedObjective | None = None, L=None, nit: int = 0,
-               searched: bool = False, max_iter: int = 0) -> dict:
-        """The checkpoint of the solve at a restart point (``stop`` None: the objective, ``L``,
-        the stage's Newton iterations ``nit`` so far and whether the set was ``searched`` at
-        ``L``) or at its end (why it ``stop``-ped)."""
+               max_iter: int = 0) -> dict:
+        """The checkpoint of the solve at a restart point (``stop`` None: the objective, ``L``
+        and the stage's Newton iterations ``nit`` so far) or at its end (why it ``stop``-ped)."""
         state = {"stop": stop, "max_iter": max_iter, "upper": vars(self.upper), "lower": vars(self.lower),
                  "stages": [vars(stage) for stage in self.stages], "upper_path": list(self.upper_path),
                  "counters": (self.n_iter, self.n_evaluations, self.n_hessian_products),
@@ -491,13 +493,13 @@ class _Run:
                  "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
         if stop is None:
             own = None if objective.ws is self.search.working_set else vars(objective.ws)
-            state.update(L=L, nit=nit, searched=searched, gamma=self.gamma, prior=self.prior, search=self.search.state(),
+            state.update(L=L, nit=nit, gamma=self.gamma, prior=self.prior, search=self.search.state(),
                          working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
         return state
 
     def _restore(self, state: dict):
-        """Continue from ``_state``: at a restart point, the objective, ``L``, ``nit`` and
-        ``searched`` to resume ``_stage`` with."""
+        """Continue from ``_state``: at a restart point, the objective, ``L`` and ``nit`` to
+        resume ``_stage`` with."""
         self.upper, self.lower = _Candidate(**state["upper"]), _Candidate(**state["lower"])
         self.stages = [Stage(**stage) for stage in state["stages"]]
         self.upper_path = [tuple(point) for point in state["upper_path"]]
@@ -512,7 +514,7 @@ class _Run:
         ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
         objective = self._objective(ws)
         objective.n_evaluations, objective.n_hessian_products = state["evaluations"]
-        return objective, state["L"], state["nit"], state["searched"]
+        return objective, state["L"], state["nit"]
 
     # -- bookkeeping ----------------------------------------------------------
     def _record(self, gamma, nit, ev, ev_0, stop, callback) -> None:
