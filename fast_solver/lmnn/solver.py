@@ -30,6 +30,7 @@ cluster's impostor multipliers by its own).
    saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
    line searches along ``M_c + t P_S(-G_c)`` leave it.
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
+   (several metrics: wider while few triplets are in transition, ``_first_width``)
    and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
    ``SHRINK`` while each hinge is shifted by the stage's multipliers
    (``SmoothedObjective.prior``): ``F_gamma`` is then the augmented Lagrangian of eq. 14
@@ -87,6 +88,7 @@ from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 INITIAL_GAMMA = 0.1
 SHRINK = 0.3
+MAX_WIDENINGS = 3  # of the first width of several metrics by 1 / SHRINK (``_first_width``)
 INITIAL_RADIUS = 0.1  # of |L|_F
 MAX_RADIUS = 0.5  # of |L|_F: no step lands on L = 0, where the gradient vanishes
 MAX_STAGES = 60
@@ -99,8 +101,8 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 3  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
-# at every search), in its fingerprint
+ITERATIONS = 4  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+# at every search, 4: the first width of several metrics), in its fingerprint
 
 
 def solve(
@@ -300,7 +302,11 @@ class _Run:
             return self._result(self.upper.metric, saved["stop"], saved["max_iter"])
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
-        objective, L, nit = (self._renew(L), L, 0) if saved is None else self._restore(saved)
+        if saved is None:
+            objective, L, nit = self._renew(L), L, 0
+            self.gamma = _first_width(objective, L)
+        else:
+            objective, L, nit = self._restore(saved)
         bar = tqdm(total=max_iter, initial=self.n_iter, disable=not progress, desc="LMNN", unit="it")
         try:
             for _ in range(len(self.stages), MAX_STAGES):
@@ -601,6 +607,24 @@ def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
         message=message, n_iter=0, n_stages=0, n_searches=0,
         n_evaluations=0, n_hessian_products=0, search_fraction=0.0, n_active=len(triplets),
         active_triplets=triplets, timings={"total": time.perf_counter() - start})
+
+
+def _first_width(objective: SmoothedObjective, L: np.ndarray) -> float:
+    """The first stage's width: ``INITIAL_GAMMA``, and for several metrics (``L`` (C, r, r),
+    C > 1) widened by ``1 / SHRINK`` (at most ``MAX_WIDENINGS`` times) while fewer triplets
+    are in transition at ``L`` than ``L`` has entries. The Hessian of ``F_gamma`` has curvature
+    only along the triplets in transition (``0 < h < gamma``) and ``G``; each class metric
+    keeps the parameters of one metric but sees only its cluster's triplets, so with too few
+    in transition the conjugate gradients meet the trust radius after a few products and the
+    Newton steps are little more than gradient steps. One metric starts at ``INITIAL_GAMMA``:
+    widened, it took as many iterations or more (design note, "Multi-metric LMNN at image
+    scale")."""
+    gamma = INITIAL_GAMMA
+    for _ in range(MAX_WIDENINGS if len(L) > 1 else 0):
+        if objective.evaluate(L, gamma).n_transition >= L.size:
+            break
+        gamma /= SHRINK
+    return gamma
 
 
 def _escape(objective: SmoothedObjective) -> np.ndarray:

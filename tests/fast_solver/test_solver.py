@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris, make_blobs
+from sklearn.datasets import load_iris, load_wine, make_blobs
 
 import fast_solver
 from fast_solver import solve
@@ -133,6 +133,31 @@ def test_every_search_that_finds_a_better_metric_extends_the_upper_path(iris):
     ends = {s.upper for s in stages}
     assert ends <= set(uppers) and uppers[-1] == stages[-1].upper
     assert len(uppers) > len(ends) + 1  # searches within the stages found better metrics too
+
+
+@pytest.mark.parametrize("data, class_metrics, widenings", [
+    ("blobs", False, 0), ("iris", True, 0), ("blobs", True, 3), ("wine", True, 3)])
+def test_the_first_width_of_class_metrics_widens_while_fewer_triplets_are_in_transition_than_parameters(
+        data, class_metrics, widenings):
+    X, y = {"iris": lambda: load_iris(return_X_y=True), "wine": lambda: load_wine(return_X_y=True),
+            "blobs": lambda: make_blobs(60, 8, centers=3, cluster_std=4.0, random_state=0)}[data]()
+    problem = LMNNProblem(X, y, k=2 if data == "blobs" else 3, mu=0.5)
+    d = problem.n_features
+    if class_metrics:  # from the LMNN optimum, as by default
+        clusters, start = problem.label_codes, solve(problem).metric
+        metrics, parameters = np.stack([start] * 3), 3 * d * d
+    else:  # blobs: 24 triplets in transition at 0.1, fewer than its 64 parameters
+        clusters, start = None, None
+        metrics, parameters = best_scale(problem, np.eye(d)) * np.eye(d), d * d
+    h = problem.triplet_margins(metrics, problem.all_triplets(), clusters)  # brute force, every triplet
+    expected = 0.1
+    for _ in range(3 if class_metrics else 0):  # one metric is not widened
+        if np.count_nonzero((h > 0) & (h < expected)) >= parameters:
+            break
+        expected /= 0.3
+    first = solve(problem, start, clusters=clusters, max_iter=1).stages[0].gamma
+    assert first == pytest.approx(expected, rel=1e-12)
+    assert first == pytest.approx(0.1 / 0.3 ** widenings, rel=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, match", [
