@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fast_solver.lmnn import compiled
-from fast_solver.lmnn.impostors import cross_product, map_clusters, pair_keys
+from fast_solver.lmnn.impostors import cross_product, in_chunks, map_clusters, pair_keys
 from lmnn_sdp.core.whitening import ClusterWhitening
 
 PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
@@ -154,11 +154,19 @@ def _map_at_nodes(X: np.ndarray, graphs: ClusterGraphs, V: np.ndarray, out: np.n
     if len(V) == 1:
         return map_clusters(X, V, out)
     for c, (_, graph, rows) in enumerate(graphs.groups):
-        if graph.nodes is None:
-            np.matmul(rows, V[c].T, out=out[c])
-        else:
-            out[c, graph.nodes] = rows @ V[c].T
+        _map_rows(rows, V[c], out[c], graph.nodes)
     return out
+
+
+def _map_rows(rows: np.ndarray, V: np.ndarray, out: np.ndarray, nodes: np.ndarray | None) -> None:
+    """``rows V^T`` into the rows ``nodes`` of ``out`` (all rows when None), chunk by chunk on
+    the search threads (``in_chunks``)."""
+    def fill(start: int, stop: int) -> None:
+        if nodes is None:
+            np.matmul(rows[start:stop], V.T, out=out[start:stop])
+        else:
+            out[nodes[start:stop]] = rows[start:stop] @ V.T
+    in_chunks(len(rows), fill)
 
 
 @dataclass
@@ -230,6 +238,12 @@ class SmoothedObjective:
             complementarity=float(comp), n_active=int(active), n_transition=int(transition),
             dual_matrix=G, gradient=2.0 * np.matmul(L, G))
         return self.current
+
+    def release(self) -> None:
+        """Free the arrays of the points and pairs (``Z`` and the scratch of the directions,
+        (C, n, r) each; the graphs' rows): an objective that a renewed working set replaces
+        no longer holds them while the search runs. Only ``ws`` and ``prior`` stay."""
+        self.Z = self.target_d = self._directions = self.graphs = self._transition_graph = self.current = None
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
         """``2 V G + 2 L S(V)`` (C, r, r) at the last evaluated point (module docstring)."""

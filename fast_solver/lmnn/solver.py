@@ -314,7 +314,7 @@ class _Run:
                 gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
-                objective = self._renew(L)  # eq. 14 exactly: every active triplet is in the set
+                objective = self._renew(L, objective)  # eq. 14 exactly: every active triplet is in the set
                 exact = objective.evaluate(L, gamma)
                 self._offer_upper(objective, exact, _gram(L))
                 self._record(gamma, nit, ev, exact, stop, callback)
@@ -346,7 +346,7 @@ class _Run:
             L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
             nit += taken
             if stop == "stale" and self.n_iter < max_iter:
-                objective = self._renew(L)
+                objective = self._renew(L, objective)
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
@@ -417,8 +417,11 @@ class _Run:
         return (objective.ws is self.search.working_set and self.search.metric is not None
                 and np.array_equal(self.search.metric, _gram(L)))
 
-    def _renew(self, L: np.ndarray) -> SmoothedObjective:
-        """Exact search at ``L`` and the smoothed objective on the renewed working set."""
+    def _renew(self, L: np.ndarray, replaced: SmoothedObjective | None = None) -> SmoothedObjective:
+        """Exact search at ``L`` and the smoothed objective on the renewed working set; the
+        ``replaced`` objective's arrays are released first (``SmoothedObjective.release``)."""
+        if replaced is not None:
+            replaced.release()
         tic = time.perf_counter()
         ws = self.search.search(L)
         self.timings["search"] += time.perf_counter() - tic

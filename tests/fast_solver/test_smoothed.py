@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from fast_solver.lmnn.smoothed import PairGraph, SmoothedObjective, WorkingSet
+from fast_solver.lmnn.smoothed import ClusterGraphs, PairGraph, SmoothedObjective, WorkingSet, _map_at_nodes
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import whiten_clusters
 
@@ -271,3 +271,22 @@ def test_class_metrics_on_few_pairs_read_only_their_graphs_nodes():
             (objective.evaluate(L + step * V, gamma).value - objective.evaluate(L - step * V, gamma).value)
             / (2 * step), rel=1e-6)
         V = rng.normal(size=V.shape)
+
+
+def test_class_metrics_on_many_points_map_their_nodes_chunk_by_chunk():
+    """``X[c] V_c^T`` at each cluster's graph nodes (all points for cluster 0, a fifth for
+    cluster 1), formed in chunks on threads, equals the direct product there and leaves the
+    other rows as they were."""
+    rng = np.random.default_rng(0)
+    n, r = 30_000, 3
+    X, V = rng.normal(size=(2, n, r)), rng.normal(size=(2, r, r))
+    a = rng.integers(0, n, 34_000)
+    b = np.concatenate([rng.integers(3_000, n, 30_000), rng.integers(0, 3_000, 4_000)])
+    clusters = (np.arange(n) < 3_000).astype(np.intp)  # a pair lands in its second point's cluster
+    graphs = ClusterGraphs(a, b, clusters, X)
+    nodes = [graph.nodes for _, graph, _ in graphs.groups]
+    assert nodes[0] is None and 5_000 < len(nodes[1]) < n / 2
+    out = _map_at_nodes(X, graphs, V, np.full((2, n, r), np.nan))
+    np.testing.assert_allclose(out[0], X[0] @ V[0].T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[1, nodes[1]], X[1, nodes[1]] @ V[1].T, rtol=1e-12, atol=1e-12)
+    assert np.isnan(np.delete(out[1], nodes[1], axis=0)).all()
