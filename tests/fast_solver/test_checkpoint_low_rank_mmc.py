@@ -26,20 +26,18 @@ IRIS = load_iris(return_X_y=True)
 WINE = (StandardScaler().fit_transform(load_wine(return_X_y=True)[0]), load_wine(return_X_y=True)[1])
 
 # Each fit: its call saving at every restart point to a path (None: no checkpoint), and its data;
-# ``pace`` slows the fits in the killed process (``_pace``, ``_paced_mmc``) so that kills land
-# before their end however loaded the machine (sleeping does not change the answer).
+# ``pace`` slows the low-rank fits in the killed process (``_pace``) so that kills land before
+# their end however loaded the machine (the callback does not change the answer).
 FITS = {
     "lmca": (lambda path, pace=False: LMCA(n_components=2, checkpoint=path, checkpoint_interval=0,
                                            callback=_pace if pace else None).fit, WINE),
     "kernel-lmca": (lambda path, pace=False: KernelLMCA(n_components=2, max_iter=100, checkpoint=path,
                                                         checkpoint_interval=0,
                                                         callback=_pace if pace else None).fit, IRIS),
-    "mmc": (lambda path, pace=False: functools.partial(_paced_mmc if pace else solve_mmc_fast, tol=1e-12,
-                                                       checkpoint=path, checkpoint_interval=0),
-            WINE),  # 110 steps, uncertified
-    "mmc-diagonal": (lambda path, pace=False: functools.partial(_paced_mmc if pace else solve_mmc_fast,
-                                                                diagonal=True, tol=1e-9, checkpoint=path,
-                                                                checkpoint_interval=0),
+    "mmc": (lambda path, pace=False: functools.partial(solve_mmc_fast, tol=1e-12, checkpoint=path,
+                                                       checkpoint_interval=0), WINE),  # 110 steps, uncertified
+    "mmc-diagonal": (lambda path, pace=False: functools.partial(solve_mmc_fast, diagonal=True, tol=1e-9,
+                                                                checkpoint=path, checkpoint_interval=0),
                      IRIS),  # certified
 }
 
@@ -57,27 +55,6 @@ def _compile_mmc_in_a_child() -> None:
             "X = np.random.default_rng(0).normal(size=(12, 3)); y = np.repeat([0, 1, 2], 4); "
             "solve_mmc_fast(X, y, max_iter=2); solve_mmc_fast(X, y, diagonal=True, max_iter=2)")
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def _paced_mmc(*args, **kwargs):
-    """``solve_mmc_fast`` with 10 ms before each pass over the pairs (``_WhitenedPairs.gradient``
-    and ``xing``), for the killed process: a resumed fit has less left to do than the timed
-    one, and without the pace it could end before the kill on a loaded machine."""
-    originals = {name: getattr(mmc_solver._WhitenedPairs, name) for name in ("gradient", "xing")}
-
-    def paced(original):
-        def method(self, *a, **k):
-            time.sleep(0.01)
-            return original(self, *a, **k)
-        return method
-
-    try:
-        for name, original in originals.items():
-            setattr(mmc_solver._WhitenedPairs, name, paced(original))
-        return solve_mmc_fast(*args, **kwargs)
-    finally:
-        for name, original in originals.items():
-            setattr(mmc_solver._WhitenedPairs, name, original)
 
 
 def _answer(fitted) -> dict:
