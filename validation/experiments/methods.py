@@ -59,8 +59,9 @@ from validation.experiments.protocol import MU, K
 @dataclass(frozen=True)
 class Fitted:
     """A fitted method: exactly one of ``transform`` (X (m, d) -> (m, r)), ``neighbours``
-    ((X_query (m, d) or None for leave-one-out, k) -> training indices (m, k), nearest
-    first) or ``predict`` (X (m, d) -> labels (m,)); and its statistics (JSON values)."""
+    ((X_train (n, d), y_train (n,), X_query (m, d) or None for leave-one-out, k) -> indices
+    into X_train (m, k), nearest first; the training part may be larger than the rows fitted
+    on) or ``predict`` (X (m, d) -> labels (m,)); and its statistics (JSON values)."""
 
     stats: dict
     transform: Callable[[np.ndarray], np.ndarray] | None = None
@@ -177,20 +178,22 @@ def mmc_fit(X: np.ndarray, y: np.ndarray, params: dict, checkpoint=None) -> Fitt
 def multi_metric_fit(X: np.ndarray, y: np.ndarray, params: dict, checkpoint=None) -> Fitted:
     """Multi-metric LMNN (sec. 5.2), one metric per class; 3-NN under eq. 16's distances."""
     model = with_checkpoint(fast_solver.MultiMetricLMNN(**params), checkpoint).fit(X, y)
-    return Fitted(certified_stats(model.result_),
-                  neighbours=eq16_neighbours(X, model.metrics_, model.clusters_))
+    return Fitted(certified_stats(model.result_), neighbours=eq16_neighbours(model.metrics_, model.classes_))
 
 
-def eq16_neighbours(X_train, metrics: np.ndarray, clusters: np.ndarray) -> Callable:
+def eq16_neighbours(metrics: np.ndarray, classes: np.ndarray) -> Callable:
     """The ``neighbours`` of ``Fitted`` under eq. 16's distances ``D^(x, x_b) = (x - x_b)^T
-    M_{c(b)} (x - x_b)``: ``X_train`` (n, d), ``metrics`` (C, d, d), ``clusters`` (n,)."""
-    X_train = np.asarray(X_train, dtype=float)
-
-    def neighbours(X_query, k):
+    M_{c(b)} (x - x_b)``, the cluster ``c(b)`` of a training point its class: ``metrics``
+    (C, d, d), one per class of ``classes`` (C,), sorted."""
+    def neighbours(X_train, y_train, X_query, k):
+        X_train = np.asarray(X_train, dtype=float)
+        clusters = np.searchsorted(classes, y_train)
+        if not np.array_equal(classes[np.minimum(clusters, len(classes) - 1)], y_train):
+            raise ValueError(f"y_train has labels outside the fitted classes {classes.tolist()}; "
+                             "classify by a training part of the classes fitted on.")
         if X_query is None:
             return drop_self(fast_solver.cluster_neighbors(X_train, metrics, clusters, X_train, k + 1))
-        return fast_solver.cluster_neighbors(X_train, metrics, clusters,
-                                             np.asarray(X_query, dtype=float), k)
+        return fast_solver.cluster_neighbors(X_train, metrics, clusters, np.asarray(X_query, dtype=float), k)
     return neighbours
 
 

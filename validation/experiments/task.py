@@ -155,5 +155,6 @@ def evaluate(fitted: Fitted, X_train, y_train, X_test, y_test, k: int) -> tuple[
         Z_train, Z_test = fitted.transform(X_train), fitted.transform(X_test)
         test, loo = nearest_neighbours(Z_train, Z_test, k), nearest_neighbours(Z_train, None, k)
     else:
-        test, loo = fitted.neighbours(X_test, k), fitted.neighbours(None, k)
+        test, loo = (fitted.neighbours(X_train, y_train, X_test, k),
+                     fitted.neighbours(X_train, y_train, None, k))
     return knn_error(y_train, test, y_test), knn_error(y_train, loo, y_train)

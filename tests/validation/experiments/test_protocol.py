@@ -88,6 +88,7 @@ def test_data_params_record_the_protocol():
 
 def test_quadratic_methods_fit_on_fashion_mnists_stratified_subset_and_others_on_all():
     assert data_params("fashion-mnist", method="nca")["fit_rows"] == 10_000
+    assert data_params("fashion-mnist", method="multimetric")["fit_rows"] == 10_000
     assert "fit_rows" not in data_params("fashion-mnist", method="lmnn")
     assert "fit_rows" not in data_params("letters", method="nca")  # letters: every method on all
     y = np.repeat(np.arange(4), [10, 20, 30, 40])

@@ -97,15 +97,18 @@ def test_a_worker_with_other_code_refuses_the_task():
 def test_multi_metric_neighbours_are_those_of_eq16_distances():
     rng = np.random.default_rng(0)
     X, Q = rng.normal(size=(24, 2)), rng.normal(size=(5, 2))
+    labels = np.array(["a", "b", "c"])
     clusters = np.repeat([0, 1, 2], 8)
     A = rng.normal(size=(3, 2, 2))
     metrics = A @ A.transpose(0, 2, 1)
-    neighbours = methods.eq16_neighbours(X, metrics, clusters)
+    neighbours = methods.eq16_neighbours(metrics, labels)
     D = distance_matrix(np.vstack([X, Q]), metrics, np.concatenate([clusters, [0] * 5]))
-    np.testing.assert_array_equal(neighbours(Q, 3), np.argsort(D[24:, :24], axis=1)[:, :3])
+    np.testing.assert_array_equal(neighbours(X, labels[clusters], Q, 3), np.argsort(D[24:, :24], axis=1)[:, :3])
     D_train = D[:24, :24]
     np.fill_diagonal(D_train, np.inf)
-    np.testing.assert_array_equal(neighbours(None, 3), np.argsort(D_train, axis=1)[:, :3])
+    np.testing.assert_array_equal(neighbours(X, labels[clusters], None, 3), np.argsort(D_train, axis=1)[:, :3])
+    with pytest.raises(ValueError, match="labels outside the fitted classes"):
+        neighbours(X, np.where(clusters == 2, "z", labels[clusters]), Q, 3)
 
 
 def test_multi_metric_task_runs_and_is_certified():
@@ -209,18 +212,24 @@ def test_with_checkpoint_reaches_the_one_checkpointed_fit_inside_a_method():
     assert methods.with_checkpoint(fast_solver.NCA(), None).checkpoint is None
 
 
-def test_a_subset_method_fits_on_the_subset_and_classifies_by_the_whole_training_part(monkeypatch):
+@pytest.mark.parametrize("name", ["nca", "multimetric"])
+def test_a_subset_method_fits_on_the_subset_and_classifies_by_the_whole_training_part(monkeypatch, name):
     seen = []
 
-    def record(X, y, params, checkpoint=None):
+    def record(X, y, params, checkpoint=None):  # the Euclidean metric, as a map or as eq. 16's neighbours
         seen.append(len(y))
-        return Fitted({}, transform=lambda Z: np.asarray(Z))
+        if name == "nca":
+            return Fitted({}, transform=lambda Z: np.asarray(Z))
+        classes = np.unique(y)
+        return Fitted({}, neighbours=methods.eq16_neighbours(np.broadcast_to(np.eye(X.shape[1]), (len(classes),
+                                                                                            X.shape[1], X.shape[1])),
+                                                             classes))
 
-    monkeypatch.setitem(methods.METHODS, "nca", Method(record))
+    monkeypatch.setitem(methods.METHODS, name, Method(record))
     monkeypatch.setitem(protocol.DATASETS, "wine", dataclasses.replace(protocol.DATASETS["wine"], fit_rows=50))
-    [nca] = plan(["wine"], ["nca"], splits=1)
-    assert json.loads(nca.params)["data"]["fit_rows"] == 50
-    row = run_task(nca)
+    [subset_task] = plan(["wine"], [name], splits=1)
+    assert json.loads(subset_task.params)["data"]["fit_rows"] == 50
+    row = run_task(subset_task)
     split = load_split("wine", 0)
     test, loo = brute_force_errors(split.X_train, split.y_train, split.X_test, split.y_test)
     assert seen == [50] and row["test_error"] == pytest.approx(test) and row["train_loo_error"] == pytest.approx(loo)
