@@ -26,6 +26,11 @@ def test_two_finished_sizes_predict_the_whole_training_part(tmp_path, monkeypatc
     assert all(float(row["seconds"]) > 0 for row in rows)
 
 
+def test_the_whole_training_part_is_fitted_when_asked_and_not_predicted(tmp_path, monkeypatch):
+    rows = run(tmp_path, monkeypatch, "--rows", "62", "124", "--methods", "nca")
+    assert [(row["rows"], row["status"]) for row in rows] == [("62", "finished"), ("124", "finished")]
+
+
 def test_a_fit_past_its_budget_is_recorded_and_ends_the_method(tmp_path, monkeypatch):
     # 0.3 s is less than a fresh process needs to start and load the data
     rows = run(tmp_path, monkeypatch, "--rows", "40", "80", "--methods", "nca", "mmc", "--budget", "0.3")
@@ -38,6 +43,7 @@ def test_a_fit_past_its_budget_is_recorded_and_ends_the_method(tmp_path, monkeyp
     (["--rows", "10"], "--rows must be at least 20"),
     (["--methods", "lmnn"], "--methods must be among"),
     (["--budget", "0"], "--budget must be a positive number"),
+    (["--rows", "62", "125"], "--rows 125 exceeds the 124 rows of wine's training part"),
 ])
 def test_bad_arguments_are_refused(options, message, capsys):
     with pytest.raises(SystemExit):

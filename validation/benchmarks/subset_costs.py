@@ -7,12 +7,13 @@ On Fashion-MNIST the experiments fit the methods of ``protocol.SUBSET_METHODS`` 
 subset of ``DataSpec.fit_rows`` (10,000) training images. This command measures why: each
 method, exactly as a task runs it (``methods.METHODS`` with the data set's parameters, on
 split 0's training part as the method sees it), fitted on stratified subsets of ``--rows``
-training rows (``protocol.fit_subset``), each fit in a fresh process (``common.in_fresh_process``)
-killed after ``--budget`` seconds; its memory is the peak resident memory during the fit
+training rows (``protocol.fit_subset``; the whole part when ``--rows`` names its size), each
+fit in a fresh process (``common.in_fresh_process``) killed after ``--budget`` seconds; its memory is the peak resident memory during the fit
 above the resident memory before it (the peak reset through ``/proc/self/clear_refs``, so
 Linux only). From the two largest sizes it finished, the growth
 exponents ``p`` of its fit seconds and of its peak memory above the process's memory before
-the fit (``common.growth_exponent``; none for memory too small to see), and what they predict for the whole training part:
+the fit (``common.growth_exponent``; none for memory too small to see), and, unless the whole
+part was fitted, what they predict for it:
 ``seconds(N) = seconds(n) (N / n)^p``, likewise the memory.
 
 The record ``docs/results/subset-costs.md`` and ``.csv`` (``--record NAME`` names it,
@@ -65,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       command=module_command("validation.benchmarks.subset_costs", argv), columns=COLUMNS,
                       formats={"seconds": ".1f", "fit_gib": ".3f", "seconds_exponent": ".2f",
                                "memory_exponent": ".2f"})
-    rows = costs(args.dataset, args.methods, args.rows, args.budget, record)
+    try:
+        rows = costs(args.dataset, args.methods, args.rows, args.budget, record)
+    except ValueError as error:  # sizes beyond the training part
+        parser.error(str(error))
     for row in rows:
         seconds = "-" if row["seconds"] is None else f"{row['seconds']:.1f} s"
         memory = "-" if row["fit_gib"] is None else f"{row['fit_gib']:.3f} GiB"
@@ -76,12 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def costs(dataset: str, methods: Sequence[str], sizes: Sequence[int], budget: float, record=None) -> list[dict]:
     """The rows of the record (module docstring); ``record`` gets all rows after each one."""
     total = in_fresh_process(training_rows, dataset)
+    if max(sizes) > total:
+        raise ValueError(f"--rows {max(sizes)} exceeds the {total} rows of {dataset}'s training part; "
+                         f"ask for at most {total} (the whole part).")
     rows: list[dict] = []
     for name in methods:
         measured = []
         for size in sizes:
-            if size >= total:
-                break
             row = dict.fromkeys(COLUMNS) | {"dataset": dataset, "method": name, "rows": size}
             try:
                 row.update(in_fresh_process(fit_once, dataset, name, size, timeout=budget), status=FINISHED)
@@ -96,7 +101,7 @@ def costs(dataset: str, methods: Sequence[str], sizes: Sequence[int], budget: fl
                 record(rows)
             if row["status"] != FINISHED:
                 break  # a larger subset costs more
-        if len(measured) >= 2:
+        if len(measured) >= 2 and measured[-1]["rows"] < total:
             rows.append(predicted_row(measured[-2], measured[-1], total))
             if record is not None:
                 record(rows)
