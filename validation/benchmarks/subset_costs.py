@@ -8,9 +8,9 @@ subset of ``DataSpec.fit_rows`` (10,000) training images. This command measures 
 method, exactly as a task runs it (``methods.METHODS`` with the data set's parameters, on
 split 0's training part as the method sees it), fitted on stratified subsets of ``--rows``
 training rows (``protocol.fit_subset``; the whole part when ``--rows`` names its size), each
-fit in a fresh process (``common.in_fresh_process``) killed after ``--budget`` seconds; its memory is the peak resident memory during the fit
-above the resident memory before it (the peak reset through ``/proc/self/clear_refs``, so
-Linux only). From the two largest sizes it finished, the growth
+fit in a fresh process (``common.in_fresh_process``) killed after ``--budget`` seconds; its
+memory is the peak resident memory during the fit above the resident memory before it (the
+peak reset through ``/proc/self/clear_refs``, so Linux only). From the two largest sizes it finished, the growth
 exponents ``p`` of its fit seconds and of its peak memory above the process's memory before
 the fit (``common.growth_exponent``; none for memory too small to see), and, unless the whole
 part was fitted, what they predict for it:

@@ -220,10 +220,9 @@ def test_a_subset_method_fits_on_the_subset_and_classifies_by_the_whole_training
         seen.append(len(y))
         if name == "nca":
             return Fitted({}, transform=lambda Z: np.asarray(Z))
-        classes = np.unique(y)
-        return Fitted({}, neighbours=methods.eq16_neighbours(np.broadcast_to(np.eye(X.shape[1]), (len(classes),
-                                                                                            X.shape[1], X.shape[1])),
-                                                             classes))
+        classes, d = np.unique(y), X.shape[1]
+        identities = np.broadcast_to(np.eye(d), (len(classes), d, d))
+        return Fitted({}, neighbours=methods.eq16_neighbours(identities, classes))
 
     monkeypatch.setitem(methods.METHODS, name, Method(record))
     monkeypatch.setitem(protocol.DATASETS, "wine", dataclasses.replace(protocol.DATASETS["wine"], fit_rows=50))
