@@ -39,7 +39,11 @@ term of the pair passes through, at most ``2n`` (``_allowance``: about three tim
 pairs at its ends plus ``core.space.cross_terms(n)``, some 1,030 at n = 60,000, where a
 product over all rows would take n), which bounds those rounding errors (a Laplacian form ``X^T L X`` errs
 with the sizes of the points, not of their differences, so the sums are of
-``|x_a|^2 + |x_b|^2``). All of it runs in a reduced
+``|x_a|^2 + |x_b|^2``). Near the optimum that one number for all directions can exceed the
+curvature of ``Z_c`` along the directions where a cluster's differences are tiny; where it
+costs more than half of what a cluster's scale gives up, that cluster is checked again in
+its own eigenbasis with an allowance per direction (``own_basis``, ``_own_basis_scales``),
+and the scales that prove more are kept. All of it runs in a reduced
 space (``core.space.sphered_space`` by default, or any basis of the data range such as
 the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
@@ -71,6 +75,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
+from lmnn_sdp.certificates.own_basis import own_basis_pieces
 from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.core.psd import check_psd
 from lmnn_sdp.core.space import (
@@ -153,6 +158,7 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     free, F = _free_triplets(problem, Xr, owner, t, lam, C)
     A = A + F
     free_sum = float(lam[free].sum())
+    t_free, lam_free = t[free], lam[free]
     t, lam = t[~free], lam[~free]
     singular, drop = _singular(A, shift, owner, t)
     lam = np.where(drop, 0.0, lam)
@@ -162,6 +168,9 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
     checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
     alpha = _cluster_scales(A, N, R, shift, checked)
+    own = _own_basis_scales(Xr, owner, problem, t, lam, t_free, lam_free, A, N, R, shift, checked, alpha)
+    if own @ impostors > alpha @ impostors:
+        alpha = own
     min_eig = min(float(np.linalg.eigvalsh(_scaled_dual(A, N, R, alpha, c))[0]) for c in range(C))
     return DualBound(lower=float(alpha @ impostors) + free_sum, alpha=float(alpha.min()),
                      min_eig_dual=min_eig, multiplier_sum=float(lam.sum()) + free_sum,
@@ -201,11 +210,55 @@ def _cluster_scales(A: np.ndarray, N: np.ndarray, R: np.ndarray, shift: np.ndarr
     return np.full(len(A), common)
 
 
+def _own_basis_scales(Xr, owner, problem, t, lam, t_free, lam_free, A, N, R, shift, checked,
+                      alpha) -> np.ndarray:
+    """Scales (C,) with every checked cluster whose allowance costs more than half of what its
+    scale gives up checked in its own basis (``own_basis``), or ``alpha`` when there is none.
+    ``t``, ``lam``: the triplets whose impostor differs from its point, their multipliers
+    (0 for singular clusters); ``t_free``, ``lam_free``: the others, whose ``lambda_t C_ij``
+    joined ``A``; ``A``, ``N``, ``R``, ``shift``, ``alpha`` as in ``dual_lower_bound``."""
+    C = len(A)
+    limited = {}  # cluster: its scale without the allowance, the others fixed
+    for c in checked:
+        if alpha[c] < 1.0:
+            Q = N[c] - R[c, c]
+            unshifted = _feasible_below(_scaled_dual(A, N, R, alpha, c) + alpha[c] * Q, Q, 0.0, 1.0)
+            if unshifted - alpha[c] > 0.5 * (1.0 - alpha[c]):
+                limited[c] = unshifted
+    if not limited:
+        return alpha
+    n, k = problem.targets.shape
+    i, j = np.repeat(np.arange(n), k), problem.targets.ravel()
+    A, N, R, shift = A.copy(), N.copy(), R.copy(), shift.copy()
+    for c, unshifted in limited.items():
+        pull, free = owner[j] == c, owner[t_free[:, 1]] == c
+        pushed = (owner[t[:, 2]] == c) & (lam > 0)
+        pieces = [(np.concatenate([i[pull], t_free[free, 0]]), np.concatenate([j[pull], t_free[free, 1]]),
+                   np.concatenate([np.full(pull.sum(), 1.0 - problem.mu), lam_free[free]])),
+                  (t[pushed, 0], t[pushed, 2], lam[pushed])]
+        for c2 in range(C):
+            pulled = (owner[t[:, 1]] == c) & (owner[t[:, 2]] == c2) & (lam > 0)
+            pieces.append((t[pulled, 0], t[pulled, 1], lam[pulled]))
+        basis = np.linalg.eigh(_scaled_dual(A, N, R, np.where(np.arange(C) == c, unshifted, alpha), c))[1]
+        found = own_basis_pieces(Xr, basis, pieces)
+        if found is None:
+            continue
+        scaled, _, shift[c] = found
+        A[c], N[c], R[c] = scaled[0], scaled[1], scaled[2:]
+    return _cluster_scales(A, N, R, shift, checked)
+
+
 def _feasible_below(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
-    """Largest ``alpha`` in [0, ``hi``] with ``A - alpha Q - shift I`` PSD, checked."""
+    """Largest ``alpha`` in [0, ``hi``] with ``A - alpha Q - shift I`` PSD, checked: the closed
+    form, lowered by steps growing fourfold from ``1e-15 alpha`` while rounding leaves it
+    outside, and bisected once a step would reach half of it (each check is an eigenvalue
+    solve; a bisection takes 60)."""
     alpha = min(hi, largest_feasible_scale(A, Q, shift))
-    if np.linalg.eigvalsh(A - alpha * Q)[0] < shift:
-        alpha = bisect_feasible_scale(A, Q, shift, hi=alpha)
+    step = 1e-15 * alpha
+    while np.linalg.eigvalsh(A - alpha * Q)[0] < shift:
+        if step >= alpha / 2:
+            return bisect_feasible_scale(A, Q, shift, hi=alpha)
+        alpha, step = alpha - step, 4 * step
     return alpha
 
 
