@@ -42,8 +42,9 @@ with the sizes of the points, not of their differences, so the sums are of
 ``|x_a|^2 + |x_b|^2``). Near the optimum that one number for all directions can exceed the
 curvature of ``Z_c`` along the directions where a cluster's differences are tiny; where it
 costs more than half of what a cluster's scale gives up, that cluster is checked again in
-its own eigenbasis with an allowance per direction (``own_basis``, ``_own_basis_scales``),
-and the scales that prove more are kept. All of it runs in a reduced
+its own eigenbasis with an allowance per direction (``own_basis``, ``_own_basis_scales``;
+unless the one allowance already proves what suffices, ``enough``), and the scales that prove
+more are kept. All of it runs in a reduced
 space (``core.space.sphered_space`` by default, or any basis of the data range such as
 the fast solver's whitened coordinates),
 where ``Z_c`` is PSD iff it is on the inputs, and every sum is formed there; certificates
@@ -123,7 +124,7 @@ class DualBound:
 
 
 def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
-                     space: ReducedSpace | None = None) -> DualBound:
+                     space: ReducedSpace | None = None, enough: float = np.inf) -> DualBound:
     """Rigorous lower bound on the optimum of eq. 14 (or of sec. 5.2 with clusters).
 
     Parameters
@@ -139,6 +140,10 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     space : ReducedSpace, optional
         Coordinates of the data range to work in; ``core.space.sphered_space(problem)``
         by default (the coordinates of every certificate).
+    enough : float, default=inf
+        A bound that suffices (``prove``: the one that proves ``tol``): the clusters' own
+        bases, two products of ``P x r x r`` over a cluster's ``P`` pairs, are formed only
+        when the one allowance proves less.
 
     Returns
     -------
@@ -168,9 +173,10 @@ def dual_lower_bound(problem: LMNNProblem, triplets, multipliers,
     impostors = np.bincount(owner[t[:, 2]], weights=lam, minlength=C)
     checked = [c for c in range(C) if impostors[c] > 0]  # the others are PSD exactly
     alpha = _cluster_scales(A, N, R, shift, checked)
-    own = _own_basis_scales(Xr, owner, problem, t, lam, t_free, lam_free, A, N, R, shift, checked, alpha)
-    if own @ impostors > alpha @ impostors:
-        alpha = own
+    if alpha @ impostors + free_sum < enough:
+        own = _own_basis_scales(Xr, owner, problem, t, lam, t_free, lam_free, A, N, R, shift, checked, alpha)
+        if own @ impostors > alpha @ impostors:
+            alpha = own
     min_eig = min(float(np.linalg.eigvalsh(_scaled_dual(A, N, R, alpha, c))[0]) for c in range(C))
     return DualBound(lower=float(alpha @ impostors) + free_sum, alpha=float(alpha.min()),
                      min_eig_dual=min_eig, multiplier_sum=float(lam.sum()) + free_sum,

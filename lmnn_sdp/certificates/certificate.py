@@ -229,7 +229,8 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
     ``metric`` is (d, d), or (C, d, d) for a ``problem`` with clusters (multi-metric LMNN).
     ``upper`` is eq. 14 at ``metric`` evaluated on the centred inputs with its rounding
     bound (``LMNNProblem.evaluate``); the lower bound is proved in the sphered data range
-    (``bounds.dual_lower_bound``'s default), where ``verify`` re-derives it. When the
+    (``bounds.dual_lower_bound``'s default, its own bases only where the one allowance does
+    not prove ``tol``), where ``verify`` re-derives it. When the
     scale into the dual cone leaves the gap above ``tol`` and ``repair`` is True, the
     multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
     proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``).
@@ -245,11 +246,12 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
     with ThreadPoolExecutor(1) as pool:  # the independent evaluation runs beside the rest
         other = pool.submit(problem.evaluate, metric, origin=problem.independent_origin()) if check else None
         upper = problem.evaluate(metric)
-        bound = dual_lower_bound(problem, triplets, multipliers)
+        enough = (upper.value + upper.rounding) * (1.0 - tol) + summation(len(triplets) + 2, upper.value)
+        bound = dual_lower_bound(problem, triplets, multipliers, enough=enough)
         if repair and bound.alpha < 1.0 and relative_gap(upper.value, bound.lower) > tol:
             scaling_cost = bound.multiplier_sum - bound.lower
             repaired = repair_multipliers(problem, triplets, multipliers, max_decrease=scaling_cost)
-            better = dual_lower_bound(problem, triplets, repaired)
+            better = dual_lower_bound(problem, triplets, repaired, enough=enough)
             if better.lower > bound.lower:
                 multipliers, bound = repaired, better
         keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
