@@ -32,8 +32,7 @@ cluster's impostor multipliers by its own).
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
    (several metrics: wider while few triplets are in transition, ``_first_width``)
    and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
-   ``SHRINK`` (and after a certificate that failed: a stage at the same width would stop
-   at once on the estimate) while each hinge is shifted by the stage's multipliers
+   ``SHRINK`` while each hinge is shifted by the stage's multipliers
    (``SmoothedObjective.prior``): ``F_gamma`` is then the augmented Lagrangian of eq. 14
    and the stages are the method of multipliers with a growing penalty ``mu / gamma``,
    whose minimisers approach eq. 14's faster than ``gamma`` shrinks. The stage's metric
@@ -102,8 +101,8 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 5  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
-# at every search, 4: the first width of several metrics, 5: a shrink after a failed proof), in its fingerprint
+ITERATIONS = 4  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+# at every search, 4: the first width of several metrics), in its fingerprint
 
 
 def solve(
@@ -319,14 +318,14 @@ class _Run:
                 exact = objective.evaluate(L, gamma)
                 self._offer_upper(objective, exact, _gram(L))
                 self._record(gamma, nit, ev, exact, stop, callback)
-                attempted = self._estimated_gap() <= PROVE_WITHIN * self.tol and self._provable()
-                if attempted and self._certificate().certified:
+                if (self._estimated_gap() <= PROVE_WITHIN * self.tol and self._provable()
+                        and self._certificate().certified):
                     return self._result(self.upper.metric, "proved")
                 if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
                     return self._result(self.upper.metric, "unprovable")  # is no longer the optimisation
                 if self.n_iter >= max_iter:
                     break
-                if attempted or ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
+                if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
                     self.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = self.prior[1]
                     self.gamma = gamma * SHRINK

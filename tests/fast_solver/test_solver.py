@@ -286,30 +286,6 @@ def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, mon
     assert "is below tol, but the certificate proves only 5e-06" in result.message
 
 
-def test_a_stage_after_a_failed_proof_narrows_the_smoothing(iris, monkeypatch):
-    """A certificate that falls short although the estimate is within reach: every later stage
-    shrinks gamma (with a multiplier update) instead of repeating the stage at its width,
-    where Newton's iterations stop at once on the estimate."""
-    import dataclasses
-
-    from fast_solver.lmnn import solver
-
-    original, seen, proved_at = solver.prove, [], []
-
-    def short_of_tol(*args, **kwargs):
-        proved_at.append(seen[-1])
-        cert = original(*args, **kwargs)
-        return dataclasses.replace(cert, certified=False, relative_gap=max(cert.relative_gap, 5e-6))
-
-    monkeypatch.setattr(solver, "prove", short_of_tol)
-    result = solve(iris, tol=1e-6, max_iter=1000, callback=lambda stage: seen.append(stage.stage))
-    assert result.status == "stalled"
-    first = proved_at[0]
-    gammas = [stage.gamma for stage in result.stages[first:]]
-    assert len(gammas) >= 3
-    assert all(later < 0.5 * earlier for earlier, later in zip(gammas, gammas[1:]))
-
-
 def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris):
     """After a multiplier update, an objective on another working set shifts each pair it
     shares with the update by that pair's multipliers, and the others by none."""
