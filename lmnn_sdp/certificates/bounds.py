@@ -76,7 +76,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from lmnn_sdp.certificates.own_basis import own_basis_pieces
+from lmnn_sdp.certificates.own_basis import MARGIN, own_basis_pieces
 from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
 from lmnn_sdp.core.psd import check_psd
 from lmnn_sdp.core.space import (
@@ -437,7 +437,7 @@ def _allowance(problem: LMNNProblem, space: ReducedSpace, owner: np.ndarray, A: 
     for a, b, w, group in pairs:
         m = np.minimum(roundings(a, b), 2 * n) + space.rank + k
         total += np.bincount(group, weights=np.abs(w) * (sq[a] + sq[b]) * m, minlength=len(A))
-    return 16 * _EPS * total
+    return MARGIN * _EPS * total
 
 
 def _pair_roundings(pairs: list, n: int):

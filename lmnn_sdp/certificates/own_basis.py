@@ -35,7 +35,7 @@ import numpy as np
 from lmnn_sdp.core.space import blocked_cross, cross_terms
 
 _U = np.finfo(float).eps / 2  # unit roundoff
-_MARGIN = 16  # as ``bounds._allowance``
+MARGIN = 16  # on every rounding allowance of the dual bound (here and ``bounds._allowance``)
 _BLOCK = 1 << 15  # pairs per block of difference vectors
 
 
@@ -104,6 +104,6 @@ def own_basis_pieces(Xr: np.ndarray, basis: np.ndarray, pieces: list) -> tuple[n
     tau = sigma / scale
     bound = np.outer(tau, tau) * (rho[:, None] + rho[None, :] + np.outer(rho, rho)
                                   + _gamma(rounds) + _gamma(len(pieces) + 8))
-    allowance = _MARGIN * (np.linalg.norm(bound) + (r + 2) * _U * float(tau @ tau))
+    allowance = MARGIN * (np.linalg.norm(bound) + (r + 2) * _U * float(tau @ tau))
     scaled = np.stack(sums) / np.outer(scale, scale)
     return scaled, scale, allowance

@@ -12,9 +12,7 @@ from fast_solver import solve
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.certificates import bounds
 from lmnn_sdp.certificates.certificate import prove
-from lmnn_sdp.certificates.own_basis import own_basis_pieces
-
-MARGIN = 16
+from lmnn_sdp.certificates.own_basis import MARGIN, own_basis_pieces
 
 
 def exact_piece(X, a, b, w, Q):
