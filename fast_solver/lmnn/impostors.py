@@ -45,6 +45,8 @@ from lmnn_sdp.core.machine import available_cores
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
 _BLOCK_BYTES = 8 * 2**20  # per thread: a block of distances stays in the last-level cache for its scans
+_PANEL_BYTES = 4 * 2**20  # per thread: the columns' factors that a block's product reads for every
+# block of rows stay in cache, however many points there are (design note, "Block sizes")
 SEARCH_THREADS = available_cores()
 _PAIR_CHUNK = 1 << 15
 _MIN_CHUNK = 1 << 11
@@ -282,18 +284,21 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
             return
         cols_t = np.ascontiguousarray(cols_aug[cols].T)
         forward = threshold(rows, sq[cols].max())[:, None]
-        back = cols[:n_both]
-        block = max(1, _BLOCK_BYTES // (4 * len(cols)))
-        gram = np.empty((min(block, len(rows)), len(cols)), dtype=np.float32)
+        width = max(1, min(len(cols), _PANEL_BYTES // (4 * len(cols_t))))
+        block = max(1, _BLOCK_BYTES // (4 * width))
+        gram = np.empty((min(block, len(rows)), width), dtype=np.float32)
         flags = flag_buffer(gram.size)
         for start in range(0, len(rows), block):
             part = rows[start:start + block]
-            product = np.matmul(rows_aug[part], cols_t, out=gram[:len(part)])
-            r, o = below(product, forward[start:start + block], flags)
-            found.append((part[r], cols[o]))
-            if n_both:
-                r, o = below(product[:, :n_both], threshold(back, sq[part].max())[None, :], flags)
-                found.append((back[o], part[r]))
+            back = threshold(cols[:n_both], sq[part].max())[None, :]
+            for first in range(0, len(cols), width):
+                last = min(first + width, len(cols))
+                product = np.matmul(rows_aug[part], cols_t[:, first:last], out=gram[:len(part), :last - first])
+                r, o = below(product, forward[start:start + block], flags)
+                found.append((part[r], cols[first + o]))
+                if first < n_both:
+                    r, o = below(product[:, :min(last, n_both) - first], back[:, first:last], flags)
+                    found.append((cols[first + o], part[r]))
 
     def one_class(c):
         own, other = codes == c, codes != c

@@ -29,6 +29,8 @@ from lmnn_sdp.core.hits import below, flag_buffer
 
 BLOCK_BYTES = 8 * 2**20  # memory budget of one block of pairwise distances, which stays in the
 # last-level cache for the passes after its matrix product (design note, "Block sizes")
+PANEL_BYTES = 2 * 2**20  # inputs of the columns of one block: the panel its matrix product
+# reads for every block of rows stays in cache, however many points there are (same note)
 
 
 @dataclass(frozen=True)
@@ -841,7 +843,8 @@ class LMNNProblem:
         ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
 
         Distances come from the Gram identity, one class of rows at a time against the
-        points of the other classes, in blocks of rows within ``BLOCK_BYTES``. With one
+        points of the other classes, in tiles of as many columns as ``PANEL_BYTES`` of inputs
+        and as many rows as ``BLOCK_BYTES`` of distances allow. With one
         metric ``D`` is symmetric: a class meets only the classes after it, and each
         distance serves both ``(i, l)`` and ``(l, i)`` (the rounding bound of
         ``lmnn_sdp.core.rounding`` holds for any order of summation)."""
@@ -856,20 +859,27 @@ class LMNNProblem:
             cols = cols[np.argsort(owner[cols], kind="stable")]  # one slice of columns per metric
             edges = np.searchsorted(owner[cols], np.arange(len(metrics) + 1))
             X_cols = Xo[cols].T
-            block = max(1, BLOCK_BYTES // (16 * max(len(cols), 1)))
-            flags = flag_buffer(block * len(cols))
+            width = max(1, min(len(cols), PANEL_BYTES // (8 * Xo.shape[1])))
+            block = max(1, BLOCK_BYTES // (16 * width))
+            flags = flag_buffer(block * width)
             for start in range(0, len(members), block):
                 rows = members[start:start + block]
-                D = np.empty((len(rows), len(cols)))
-                for c, part in enumerate(map(slice, edges[:-1], edges[1:])):
-                    np.matmul(Xo[rows] @ cross[c], X_cols[:, part], out=D[:, part])
-                    D[:, part] += sq[c, rows, None]
-                D += own[None, cols]
-                b, m = below(D, reach[rows, None], flags)
-                yield rows[b], cols[m], D[b, m]
-                if symmetric:
-                    b, m = below(D, reach[None, cols], flags)
-                    yield cols[m], rows[b], D[b, m]
+                left = [Xo[rows] @ cross[c] if edges[c] < edges[c + 1] else None for c in range(len(metrics))]
+                for first in range(0, len(cols), width):
+                    last = min(first + width, len(cols))
+                    tile = cols[first:last]
+                    D = np.empty((len(rows), last - first))
+                    for c in range(len(metrics)):
+                        lo, hi = max(edges[c], first), min(edges[c + 1], last)
+                        if lo < hi:
+                            np.matmul(left[c], X_cols[:, lo:hi], out=D[:, lo - first:hi - first])
+                            D[:, lo - first:hi - first] += sq[c, rows, None]
+                    D += own[None, tile]
+                    b, m = below(D, reach[rows, None], flags)
+                    yield rows[b], tile[m], D[b, m]
+                    if symmetric:
+                        b, m = below(D, reach[None, tile], flags)
+                        yield tile[m], rows[b], D[b, m]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:

@@ -97,11 +97,13 @@ def test_pairs_respect_per_point_radius_and_searched_mask(iris_problem):
     np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
 
 
-@pytest.mark.parametrize("budget", [64, 2**26])  # blocks of one row, one block per class
-def test_pairs_respect_searched_and_candidate_masks_in_both_directions(monkeypatch, budget):
+@pytest.mark.parametrize("budget,panel", [(64, 2**22), (2**26, 2**22),  # blocks of one row, one a class
+                                          (4 * 7 * 3, 4 * 5 * 7)])  # tiles of 3 rows and 7 columns
+def test_pairs_respect_searched_and_candidate_masks_in_both_directions(monkeypatch, budget, panel):
     import fast_solver.lmnn.impostors as impostors_module
 
     monkeypatch.setattr(impostors_module, "_BLOCK_BYTES", budget)
+    monkeypatch.setattr(impostors_module, "_PANEL_BYTES", panel)
     rng = np.random.default_rng(4)
     Z = rng.normal(size=(90, 3))
     codes = rng.integers(0, 4, 90)

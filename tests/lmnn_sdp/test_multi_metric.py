@@ -75,6 +75,15 @@ def test_objective_matches_triple_loop(seed, mu):
     assert p.objective(metrics, clusters) == pytest.approx(expected, rel=1e-12)
 
 
+def test_objective_in_tiles_that_split_the_clusters_columns(monkeypatch):
+    import lmnn_sdp.core.problem as problem_module
+
+    p, clusters, metrics = random_instance(6, n=40, n_clusters=4, mu=0.5)
+    monkeypatch.setattr(problem_module, "PANEL_BYTES", 8 * 2 * 3)  # tiles of 3 columns
+    monkeypatch.setattr(problem_module, "BLOCK_BYTES", 16 * 3 * 4)  # and 4 rows
+    assert p.objective(metrics, clusters) == pytest.approx(brute_objective(p, metrics, clusters), rel=1e-12)
+
+
 def test_target_and_impostor_terms_use_the_metric_of_the_second_point():
     p, clusters, metrics = random_instance(5)
     t = p.all_triplets()

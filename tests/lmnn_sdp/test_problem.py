@@ -75,11 +75,13 @@ def test_objective_is_blockwise(monkeypatch):
     assert len(p.active_triplets(M)) == int(np.sum(p.triplet_margins(M, p.all_triplets()) > 0))
 
 
-@pytest.mark.parametrize("budget", [8, 16 * 30 * 3, 2**26])  # blocks of 1 row, of 3 rows growing, one block
-def test_symmetric_blocks_count_every_pair_once_in_both_directions(monkeypatch, budget):
+@pytest.mark.parametrize("budget,panel", [(8, 2**21), (16 * 30 * 3, 2**21), (2**26, 2**21),  # blocks of
+                                          (16 * 4 * 5, 8 * 3 * 5)])  # 1 row, 3 rows growing, one; 5 x 5 tiles
+def test_symmetric_blocks_count_every_pair_once_in_both_directions(monkeypatch, budget, panel):
     p = random_problem(9, n=30, classes=4, mu=0.5)
     M = random_psd(np.random.default_rng(9), 3) / 4
     monkeypatch.setattr(problem_module, "BLOCK_BYTES", budget)
+    monkeypatch.setattr(problem_module, "PANEL_BYTES", panel)
     assert p.objective(M) == pytest.approx(brute_objective(p.X, p.y, p.targets, 0.5, M), rel=1e-12)
     expected = [(i, j, l) for i in range(30) for j in p.targets[i] for l in range(30)
                 if p.y[l] != p.y[i] and p.triplet_margins(M, np.array([[i, j, l]]))[0] > -0.25]
