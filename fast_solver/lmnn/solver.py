@@ -55,7 +55,9 @@ cluster's impostor multipliers by its own).
 Within a stage the Newton iterations stop when the estimated gap is no longer
 dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
 complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when
-the estimated gap against the best metric so far is below ``tol``.
+the estimated gap against the best metric so far is below ``tol``; after a failed
+proof, below ``RETRY_BELOW`` times the estimated gap it failed at, so that the next
+proof has new candidates to try.
 
 Design note: ``docs/design/fast-lmnn-solver.md``.
 """
@@ -99,10 +101,11 @@ PROVABLE_MARGIN = 1e-6  # relative: a certificate is attempted only when the mul
 # is within (1 + PROVABLE_MARGIN) tol of the upper bound (``_Run._provable``)
 UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certificate does not prove
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
+RETRY_BELOW = 0.5  # after a failed proof, the stages aim at this fraction of its estimated gap
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 4  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
-# at every search, 4: the first width of several metrics), in its fingerprint
+ITERATIONS = 5  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+# at every search, 4: the first width of several metrics, 5: the aim after a failed proof), in its fingerprint
 
 
 def solve(
@@ -293,6 +296,7 @@ class _Run:
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
         self.gamma = INITIAL_GAMMA  # the stage's width
+        self.aim = tol  # the estimated gap a stage stops at: tol, lowered by every failed proof
         self.prior: tuple[np.ndarray, np.ndarray] | None = None  # pair keys i n + l (P,), multipliers (P, k)
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
@@ -318,9 +322,10 @@ class _Run:
                 exact = objective.evaluate(L, gamma)
                 self._offer_upper(objective, exact, _gram(L))
                 self._record(gamma, nit, ev, exact, stop, callback)
-                if (self._estimated_gap() <= PROVE_WITHIN * self.tol and self._provable()
-                        and self._certificate().certified):
-                    return self._result(self.upper.metric, "proved")
+                if self._estimated_gap() <= PROVE_WITHIN * self.tol and self._provable():
+                    if self._certificate().certified:
+                        return self._result(self.upper.metric, "proved")
+                    self.aim = min(self.aim, RETRY_BELOW * self._estimated_gap())
                 if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
                     return self._result(self.upper.metric, "unprovable")  # is no longer the optimisation
                 if self.n_iter >= max_iter:
@@ -380,9 +385,9 @@ class _Run:
             ev = objective.current
             bound = self._scaled_bound(ev)
             gap = ev.objective - bound
-            if gap - ev.complementarity <= 0.5 * ev.complementarity or gap <= 0.5 * self.tol * ev.objective:
+            if gap - ev.complementarity <= 0.5 * ev.complementarity or gap <= 0.5 * self.aim * ev.objective:
                 return True
-            if relative_gap(min(self.upper.value, ev.objective), bound) <= self.tol:
+            if relative_gap(min(self.upper.value, ev.objective), bound) <= self.aim:
                 return True  # with the best metric so far, the bound may already prove tol
             if self.search.drift(_gram(ev.L)) > STALE_DRIFT:
                 stale[0] = True
@@ -502,7 +507,7 @@ class _Run:
                  "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
         if stop is None:
             own = None if objective.ws is self.search.working_set else vars(objective.ws)
-            state.update(L=L, nit=nit, gamma=self.gamma, prior=self.prior, search=self.search.state(),
+            state.update(L=L, nit=nit, gamma=self.gamma, aim=self.aim, prior=self.prior, search=self.search.state(),
                          working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
         return state
 
@@ -519,7 +524,7 @@ class _Run:
         if state["stop"] is not None:
             return None
         self.search.restore(state["search"])
-        self.gamma, self.prior = state["gamma"], state["prior"]
+        self.gamma, self.aim, self.prior = state["gamma"], state["aim"], state["prior"]
         ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
         objective = self._objective(ws)
         objective.n_evaluations, objective.n_hessian_products = state["evaluations"]

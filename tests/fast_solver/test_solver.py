@@ -286,6 +286,27 @@ def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, mon
     assert "is below tol, but the certificate proves only 5e-06" in result.message
 
 
+def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, monkeypatch):
+    """A failed proof is not retried stage after stage at the same estimate: the stages
+    aim at half the estimated gap it failed at before the next proof."""
+    import dataclasses
+
+    from fast_solver.lmnn import solver
+
+    original, stages, proofs = solver.prove, [], []
+
+    def short_of_tol(*args, **kwargs):
+        proofs.append(stages[-1].relative_gap)  # the estimate of the stage just recorded
+        cert = original(*args, **kwargs)
+        return dataclasses.replace(cert, certified=False, relative_gap=max(cert.relative_gap, 5e-6))
+
+    monkeypatch.setattr(solver, "prove", short_of_tol)
+    result = solve(iris, tol=1e-6, max_iter=1000, callback=stages.append)
+    assert result.status == "stalled"
+    assert len(proofs) >= 3
+    assert all(later <= solver.RETRY_BELOW * earlier for earlier, later in zip(proofs, proofs[1:]))
+
+
 def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris):
     """After a multiplier update, an objective on another working set shifts each pair it
     shares with the update by that pair's multipliers, and the others by none."""
