@@ -17,9 +17,10 @@ of the solver do not depend on the units of the data.
 
 With one metric per cluster (sec. 5.2) each cluster ``c`` gets its own ``B_c`` from
 its pull matrix ``P_c``. Where ``P_c`` is singular on the data range (null space
-``N_c``: eigenvalues below ``NULL_RTOL = 1e-9`` of the largest of all clusters in the
+``N_c``: eigenvalues below ``NULL_RTOL = 1e-12`` of the largest of all clusters in the
 sphered coordinates, so that neither rounding nor features of very different scales
-decide it), ``M_c`` grows on ``N_c`` at no cost and pushes out every
+decide it, while a direction of small but real pull, whose push would cost eq. 14 far
+more than the solver sees, stays in the range), ``M_c`` grows on ``N_c`` at no cost and pushes out every
 impostor of ``c`` with a component there ("killable"); the solver then works on the
 range of ``P_c`` only (``Q`` and ``E`` restricted to it, ``B_c`` padded with zero
 columns to ``r``), leaves the killable pairs (``lmnn_sdp.core.clusters.killable_pairs``)
@@ -39,7 +40,8 @@ from lmnn_sdp.core.clusters import ClusterSpaces, cluster_spaces, killable_pairs
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
-NULL_RTOL = 1e-9  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
+NULL_RTOL = 1e-12  # eigenvalues of the pull matrices below NULL_RTOL times the largest are 0
+# (exact nulls round to 2e-15 at most; design note fast-lmnn-solver.md, "Near-singular class pull matrices")
 
 @dataclass(frozen=True, eq=False)
 class Whitening(ReducedSpace):
