@@ -215,7 +215,8 @@ class SmoothedObjective:
         self.prior = np.zeros((P, k))  # the multipliers that shift each hinge (module docstring)
         self.current: Evaluation | None = None
         self._transition_graph = None
-        self._directions = None  # (C, n, r) scratch of ``_direction``, reused by every call
+        self._X32 = None  # the inputs in float32, for the Hessian products (``hessian_product``)
+        self._directions = {}  # (C, n, r) scratch of ``_direction`` by dtype, reused by every call
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
@@ -243,21 +244,25 @@ class SmoothedObjective:
         """Free the arrays of the points and pairs (``Z`` and the scratch of the directions,
         (C, n, r) each; the graphs' rows): an objective that a renewed working set replaces
         no longer holds them while the search runs. Only ``ws`` and ``prior`` stay."""
-        self.Z = self.target_d = self._directions = self.graphs = self._transition_graph = self.current = None
+        self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self.current = None
+        self._directions = {}
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
-        """``2 V G + 2 L S(V)`` (C, r, r) at the last evaluated point (module docstring)."""
+        """``2 V G + 2 L S(V)`` (C, r, r) at the last evaluated point (module docstring), ``S(V)``
+        from float32 inputs: conjugate gradients need the product only to their forcing
+        tolerance, far above float32's rounding; values, gradients and ``G`` stay float64.
+        Measured: docs/design/fast-lmnn-solver.md, "Preconditioned conjugate gradients"."""
         self.n_hessian_products += 1
         ev = self.current
         out = 2.0 * np.matmul(V, ev.dual_matrix)
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
-        Y = self._direction(self._transition_graph, V)
+        Y = self._direction(self._transition_graph, V.astype(np.float32), self._X32)
         c = compiled.triplet_products(self.Z, Y, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
-        S = self._transition_graph.scatter(np.concatenate([w, -w]))
-        return out + 2.0 * np.matmul(ev.L, S)
+        S = self._transition_graph.scatter(np.concatenate([w, -w]).astype(np.float32))
+        return out + 2.0 * np.matmul(ev.L, S.astype(np.float64))
 
     def _transition_triplets(self) -> np.ndarray:
         """The triplets (T, 3) in transition at the last evaluated point, with their graphs."""
@@ -265,9 +270,11 @@ class SmoothedObjective:
             pair, rank = np.nonzero(self.transition)
             t = self.ws.triplets(self.targets, pair, rank)
             self._transition = t
+            if self._X32 is None:
+                self._X32 = self.X.astype(np.float32)
             self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
                                                    np.concatenate([t[:, 1], t[:, 2]]),
-                                                   self.clusters, self.X)
+                                                   self.clusters, self._X32)
         return self._transition
 
     def preconditioner(self):
@@ -279,7 +286,7 @@ class SmoothedObjective:
         triplets in transition, ``C_t = a a^T - b b^T`` with ``a = x_i - x_j``, ``b = x_i - x_l``);
         ``lambda`` below 0 counts as 0, and entries below ``PRECONDITION_FLOOR`` of the largest
         are raised to it; a cluster whose diagonal vanishes (a collapsed metric, no triplet in
-        transition) is left unscaled.
+        transition) is left unscaled. The sum over triplets is formed in float32.
 
         Returns
         -------
@@ -314,28 +321,29 @@ class SmoothedObjective:
         if len(t) > PRECONDITION_SAMPLE:  # an unbiased estimate from evenly spaced triplets
             weight = len(t) / PRECONDITION_SAMPLE
             t = t[np.linspace(0, len(t) - 1, PRECONDITION_SAMPLE).astype(np.intp)]
+        X = self._X32  # a preconditioner needs no more than float32
         for chunk in np.array_split(np.arange(len(t)), max(1, len(t) // 20_000)):
             i, j, l = t[chunk].T
             cj, cl = self.clusters[j], self.clusters[l]
             for c, (U, Q) in enumerate(bases):
                 near = np.flatnonzero((cj == c) | (cl == c))  # the triplets cluster c's terms see
                 mj, ml = (cj[near] == c)[:, None], (cl[near] == c)[:, None]
-                Xi = self.X[c, i[near]]
-                a, b = Xi - self.X[c, j[near]], Xi - self.X[c, l[near]]
-                LU = ev.L[c].T @ U
+                Xi = X[c, i[near]]
+                a, b = Xi - X[c, j[near]], Xi - X[c, l[near]]
+                LU, Q = (ev.L[c].T @ U).astype(np.float32), Q.astype(np.float32)
                 alpha, beta = (a @ Q) * mj, (a @ LU) * mj
                 alpha_, beta_ = (b @ Q) * ml, (b @ LU) * ml
                 out[c] += ((beta * beta).T @ (alpha * alpha) + (beta_ * beta_).T @ (alpha_ * alpha_)
                            - 2.0 * (beta * beta_).T @ (alpha * alpha_))
         return (4.0 * self.mu / ev.gamma * weight) * out
 
-    def _direction(self, graphs: ClusterGraphs, V: np.ndarray) -> np.ndarray:
-        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``_map_at_nodes``), in one scratch
-        array that every call reuses (a fresh one costs its page faults each time); the caller
-        consumes it before the next call."""
-        if self._directions is None:
-            self._directions = np.empty_like(self.Z)
-        return _map_at_nodes(self.X, graphs, V, self._directions)
+    def _direction(self, graphs: ClusterGraphs, V: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``_map_at_nodes``) in the dtype of
+        ``X`` and ``V``, in one scratch array per dtype that every call reuses (a fresh one costs
+        its page faults each time); the caller consumes it before the next call."""
+        if X.dtype not in self._directions:
+            self._directions[X.dtype] = np.empty(self.Z.shape, X.dtype)
+        return _map_at_nodes(X, graphs, V, self._directions[X.dtype])
 
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
@@ -352,7 +360,7 @@ class SmoothedObjective:
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
         shift = self._shift(ev.gamma)
-        Y = self._direction(self.graphs, V)
+        Y = self._direction(self.graphs, V, self.X)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,

@@ -200,7 +200,7 @@ def test_the_preconditioner_inverts_the_hessian_diagonal_in_the_eigenbases(setti
             E = np.zeros_like(L)
             E[c] = np.outer(U[:, a], Q[:, b])
             curvature = np.sum(E * objective.hessian_product(E)) - 2 * min(lam[b], 0.0)
-            assert np.sum(E * apply(E)) == pytest.approx(1 / curvature, rel=1e-9)
+            assert np.sum(E * apply(E)) == pytest.approx(1 / curvature, rel=1e-5)  # both in float32
     X, Y = np.random.default_rng(2).normal(size=(2, *L.shape))
     assert np.sum(X * apply(Y)) == pytest.approx(np.sum(apply(X) * Y), rel=1e-10)
     assert np.sum(X * apply(X)) > 0
