@@ -101,6 +101,7 @@ def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, shift, targ
     return sums
 
 
+@njit(parallel=True, cache=True)
 def _laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - compiled
     """``out[u] = sum_e w_e (x_u - x_v)`` over the edges ``e = (u, v)`` of row ``u`` of a
     CSR graph: the rows of ``Lap X`` for a graph Laplacian with symmetric weights."""
@@ -116,8 +117,6 @@ def _laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - 
     return out
 
 
-_laplacian_parallel = njit(parallel=True, cache=True)(_laplacian_rows)
-_laplacian_serial = njit(cache=True)(_laplacian_rows)
 PARALLEL_WORK = 1 << 16  # edges x coordinates below which starting threads costs more than it saves
 
 
@@ -141,8 +140,8 @@ def threads_for(work: int):
 def laplacian_rows(indptr, neighbours, weights, X, out):
     """``_laplacian_rows`` on threads when the graph is large enough to pay for them
     (``PARALLEL_WORK``; docs/design/fast-lmnn-solver.md, "Threads for small graphs")."""
-    parallel = len(neighbours) * X.shape[1] >= PARALLEL_WORK
-    return (_laplacian_parallel if parallel else _laplacian_serial)(indptr, neighbours, weights, X, out)
+    with threads_for(len(neighbours) * X.shape[1]):
+        return _laplacian_rows(indptr, neighbours, weights, X, out)
 
 
 @njit(parallel=True, cache=True)
