@@ -38,19 +38,35 @@ def target_distances(Z, targets, clusters):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, shift, target_w, pair_w, pair_d,
-                   transition):  # pragma: no cover
-    """The smoothed hinge of every working-set triplet ``(i, rank, l)``, at ``h + shift[p, rank]``.
+def pair_distances(Z, clusters, ptr, impostors, out):  # pragma: no cover - compiled
+    """``|z_i - z_l|^2`` in the coordinates of ``l``'s cluster for every working-set pair
+    ``p`` of point ``i`` (``ptr[i]:ptr[i+1]``, ``l = impostors[p]``), into ``out`` (P,)."""
+    n = len(ptr) - 1
+    r = Z.shape[2]
+    for i in prange(n):
+        for p in range(ptr[i], ptr[i + 1]):
+            l = impostors[p]
+            g = clusters[l]
+            s = 0.0
+            for c in range(r):
+                d = Z[g, i, c] - Z[g, l, c]
+                s += d * d
+            out[p] = s
+    return out
 
-    Point ``i`` owns pairs ``ptr[i]:ptr[i+1]`` with impostors ``impostors[p]``.
+
+@njit(parallel=True, cache=True)
+def smoothed_hinge(target_d, pair_d, ptr, gamma, mu, shift, target_w, pair_w, transition):  # pragma: no cover
+    """The smoothed hinge of every working-set triplet ``(i, rank, l)``, at ``h + shift[p, rank]``,
+    ``h = 1 + target_d[i, rank] - pair_d[p]``.
+
+    Point ``i`` owns pairs ``ptr[i]:ptr[i+1]``.
     Writes the multipliers ``lambda = mu s'(h + shift)`` summed per target pair into
-    ``target_w`` (n, k) and, negated, per impostor pair into ``pair_w`` (P,); the
-    pair distances (in the coordinates of ``l``'s cluster) into ``pair_d`` (P,);
+    ``target_w`` (n, k) and, negated, per impostor pair into ``pair_w`` (P,);
     ``0 < h + shift < gamma`` into ``transition`` (P, k).
     Returns per-point sums (n, 6): smoothed hinge, hinge ``[h]_+``, multipliers,
     complementarity ``mu [h]_+ - lambda h``, active (``h > 0``) and transition counts."""
     n, k = target_d.shape
-    r = Z.shape[2]
     sums = np.zeros((n, 6))
     for i in prange(n):
         smooth = 0.0
@@ -62,13 +78,7 @@ def smoothed_hinge(Z, clusters, target_d, ptr, impostors, gamma, mu, shift, targ
         for a in range(k):
             target_w[i, a] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
-            l = impostors[p]
-            g = clusters[l]
-            s = 0.0
-            for c in range(r):
-                d = Z[g, i, c] - Z[g, l, c]
-                s += d * d
-            pair_d[p] = s
+            s = pair_d[p]
             w = 0.0
             for a in range(k):
                 h = 1.0 + target_d[i, a] - s

@@ -214,7 +214,7 @@ class SmoothedObjective:
         self.transition = np.zeros((P, k), dtype=bool)
         self.prior = np.zeros((P, k))  # the multipliers that shift each hinge (module docstring)
         self.current: Evaluation | None = None
-        self._transition_graph = None
+        self._transition_graph = self._ray = None  # ``_ray``: the last ray's direction and polynomials
         self._X32 = None  # the inputs in float32, for the Hessian products (``hessian_product``)
         self._directions = {}  # (C, n, r) scratch of ``_direction`` by dtype, reused by every call
         self.n_evaluations = self.n_hessian_products = 0
@@ -222,17 +222,37 @@ class SmoothedObjective:
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
         """``F_gamma``, its gradient and multipliers at ``L`` (C, r, r); keeps the state for
         ``hessian_product`` and ``multipliers``."""
-        self.n_evaluations += 1
         Z = _map_at_nodes(self.X, self.graphs, L, np.empty((len(L), self.X.shape[1], L.shape[1])))
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
-        sums = compiled.smoothed_hinge(Z, self.clusters, target_d, self.ws.ptr, self.ws.impostors, gamma,
-                                      self.mu, self._shift(gamma), self.target_w, self.pair_w, self.pair_d,
-                                      self.transition)
+        compiled.pair_distances(Z, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
+        return self._settle(L, gamma, Z, target_d)
+
+    def advance(self, t: float) -> Evaluation:
+        """``evaluate`` at ``L + t V``, ``L`` the last evaluated point and ``V`` the direction of
+        the last ``ray`` along ``L``, from that ray's polynomials: ``Z + t Y`` and every distance
+        ``zz + 2 t zy + t^2 yy``, with no product of the inputs."""
+        V, Y, target_c, pair_c = self._ray
+        ev = self.current
+        Z = self.Z
+        for c, (_, graph, _) in enumerate(self.graphs.groups):  # the rows that ``Z`` and ``Y`` hold
+            at = slice(None) if graph.nodes is None else graph.nodes
+            Z[c, at] += t * Y[c, at]
+        target_d = target_c[:, :, 0] + t * (2.0 * target_c[:, :, 1] + t * target_c[:, :, 2])
+        np.add(pair_c[:, 0], t * (2.0 * pair_c[:, 1] + t * pair_c[:, 2]), out=self.pair_d)
+        return self._settle(ev.L + t * V, ev.gamma, Z, target_d)
+
+    def _settle(self, L: np.ndarray, gamma: float, Z: np.ndarray, target_d: np.ndarray) -> Evaluation:
+        """The evaluation at ``L`` from its coordinates ``Z`` and distances (``target_d`` and
+        ``self.pair_d``)."""
+        self.n_evaluations += 1
+        with compiled.threads_for(self.transition.size):
+            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._shift(gamma),
+                                          self.target_w, self.pair_w, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
         G = self.graphs.scatter(weights)
-        self.Z, self.target_d, self._transition_graph = Z, target_d, None
+        self.Z, self.target_d, self._transition_graph, self._ray = Z, target_d, None, None
         self.current = Evaluation(
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
             objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
@@ -244,7 +264,7 @@ class SmoothedObjective:
         """Free the arrays of the points and pairs (``Z`` and the scratch of the directions,
         (C, n, r) each; the graphs' rows): an objective that a renewed working set replaces
         no longer holds them while the search runs. Only ``ws`` and ``prior`` stay."""
-        self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self.current = None
+        self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self.current = self._ray = None
         self._directions = {}
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
@@ -365,6 +385,7 @@ class SmoothedObjective:
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
                                  target_c, pair_c)
+        self._ray = None if metric else (V, Y, target_c, pair_c)
         pull = target_c[:, :, 1].sum(), target_c[:, :, 2].sum()
         kink = np.empty((len(self.ws), k), dtype=bool)
         work = (len(self.ws) + n) * k

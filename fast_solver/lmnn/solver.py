@@ -22,7 +22,9 @@ cluster's impostor multipliers by its own).
    truncated conjugate gradients and an exact line search along each step
    (``fast_solver.lmnn.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
    product costs one pass over the triplets in transition (``0 < h < gamma``), a
-   point of the line search one pass over the working set without matrix products.
+   point of the line search one pass over the working set without matrix products,
+   and the evaluation at the point it picks reuses its distances
+   (``SmoothedObjective.advance``).
    The conjugate gradients are preconditioned by the Hessian's diagonal in the
    eigenbases of ``L L^T`` and ``G`` (``SmoothedObjective.preconditioner``).
    Steps are capped at ``MAX_RADIUS |L|``, so no step lands on ``L = 0``, and when
@@ -370,9 +372,13 @@ class _Run:
         tic = time.perf_counter()
         shape = L.shape
         exact = [self._searched_at(objective, L)]
+        moved = [None]  # the multiple of the last line's step, when ``x`` is where it leads
 
         def fun(x):
-            ev = objective.evaluate(x.reshape(shape), gamma)
+            t, moved[0] = moved[0], None
+            ev = objective.advance(t) if t is not None else None
+            if ev is None or not np.array_equal(ev.L.ravel(), x):
+                ev = objective.evaluate(x.reshape(shape), gamma)
             if exact[0]:
                 exact[0] = False
                 self._offer_upper(objective, ev, _gram(ev.L))
@@ -397,7 +403,9 @@ class _Run:
             return saddle[0] >= SADDLE_PATIENCE
 
         def line(p, t_max):
-            return ray_minimum(objective.ray(p.reshape(shape)), 1.0, t_max)
+            t, change = ray_minimum(objective.ray(p.reshape(shape)), 1.0, t_max)
+            moved[0] = t if change < 0.0 else None  # ``minimize`` then moves to ``x + t p``
+            return t, change
 
         result = trust_region.minimize(
             fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), line, L.ravel(),

@@ -51,6 +51,7 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         ``line(p, t_max) -> (t, change)``: a multiple ``t`` in ``[0, t_max]`` of the step
         ``p`` from the point of the last ``fun`` call and the change of the function
         there (``(0, 0)`` when none decreases it), e.g. ``lmnn_sdp.core.line_search.ray_minimum``.
+        After a decrease the next call of ``fun`` is at ``x + t p``.
     x0 : ndarray
     radius : float
         Initial trust radius.

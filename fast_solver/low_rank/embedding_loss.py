@@ -74,10 +74,11 @@ class EmbeddingLoss:
         Z3 = np.ascontiguousarray(Z, dtype=float)[None]
         with compiled.threads_for(self.targets.size * Z.shape[1]):
             target_d = compiled.target_distances(Z3, self.targets, self.clusters)
-        with compiled.threads_for(self.transition.size * Z.shape[1]):
-            sums = compiled.smoothed_hinge(Z3, self.clusters, target_d, self.ws.ptr, self.ws.impostors,
-                                          float(width), self.mu, self.shift, self.target_w, self.pair_w,
-                                          self.pair_d, self.transition)
+        with compiled.threads_for(len(self.ws) * Z.shape[1]):
+            compiled.pair_distances(Z3, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
+        with compiled.threads_for(self.transition.size):
+            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, float(width), self.mu, self.shift,
+                                          self.target_w, self.pair_w, self.transition)
         smooth, hinge, _, _, active, _ = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])

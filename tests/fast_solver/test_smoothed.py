@@ -134,6 +134,35 @@ def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gam
                                            rel=1e-9, abs=1e-9 * base)
 
 
+@pytest.mark.parametrize("few_pairs", [False, True])
+def test_advance_along_a_ray_is_the_evaluation_there(setting, few_pairs):
+    """After ``ray(V)``, ``advance(t)`` is ``evaluate(L + t V)``: the same value, eq. 14,
+    multipliers, gradient and Hessian products; with a few pairs each cluster's graph holds
+    only some points, whose rows alone ``Z`` keeps."""
+    problem, clusters, whitening, objective, L = setting
+    if few_pairs:
+        keep = np.linspace(0, len(objective.ws) - 1, 6).astype(np.intp)
+        objective = SmoothedObjective(whitening, problem.targets, problem.mu, WorkingSet.from_pairs(
+            objective.ws.owner[keep], objective.ws.impostors[keep], problem.n_samples))
+        partial = [graph.nodes is not None for _, graph, _ in objective.graphs.groups]
+        assert all(partial) == np.array_equal(clusters, problem.label_codes)  # class metrics: one class each
+    rng = np.random.default_rng(4)
+    V, W = rng.normal(size=(2, *L.shape))
+    for t in (0.3, 1e-3, 2.0):
+        objective.evaluate(L, 0.5)
+        assert objective.ray(V)(t) < np.inf
+        moved = objective.advance(t)
+        moved_product = objective.hessian_product(W)
+        direct = objective.evaluate(L + t * V, 0.5)
+        np.testing.assert_array_equal(moved.L, direct.L)
+        for field in ("value", "objective", "multiplier_sum", "complementarity"):
+            assert getattr(moved, field) == pytest.approx(getattr(direct, field), rel=1e-11, abs=1e-11)
+        assert (moved.n_active, moved.n_transition) == (direct.n_active, direct.n_transition)
+        np.testing.assert_allclose(moved.gradient, direct.gradient, rtol=1e-9, atol=1e-9 * np.abs(direct.gradient).max())
+        product = objective.hessian_product(W)
+        np.testing.assert_allclose(moved_product, product, rtol=1e-5, atol=1e-5 * np.abs(product).max())
+
+
 def test_shifted_hinges_are_the_augmented_lagrangian_of_eq14(setting):
     """mu s(h + gamma prior / mu) = max over lambda in [0, mu] of lambda h - gamma (lambda -
     prior)^2 / (2 mu), plus gamma prior^2 / (2 mu): the maximum taken on a grid of lambda."""
