@@ -278,7 +278,7 @@ class SmoothedObjective:
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
-        Y = self._direction(self._transition_graph, V.astype(np.float32), self._X32)
+        Y = self._direction(self._transition_graph, V.astype(np.float32), self._inputs32())
         c = compiled.triplet_products(self.Z, Y, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]).astype(np.float32))
@@ -290,12 +290,16 @@ class SmoothedObjective:
             pair, rank = np.nonzero(self.transition)
             t = self.ws.triplets(self.targets, pair, rank)
             self._transition = t
-            if self._X32 is None:
-                self._X32 = self.X.astype(np.float32)
             self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
                                                    np.concatenate([t[:, 1], t[:, 2]]),
-                                                   self.clusters, self._X32)
+                                                   self.clusters, self._inputs32())
         return self._transition
+
+    def _inputs32(self) -> np.ndarray:
+        """The inputs (C, n, r) in float32, formed at the first call."""
+        if self._X32 is None:
+            self._X32 = self.X.astype(np.float32)
+        return self._X32
 
     def preconditioner(self):
         """An approximate inverse of the Hessian in ``L`` at the last evaluated point: the
@@ -341,7 +345,7 @@ class SmoothedObjective:
         if len(t) > PRECONDITION_SAMPLE:  # an unbiased estimate from evenly spaced triplets
             weight = len(t) / PRECONDITION_SAMPLE
             t = t[np.linspace(0, len(t) - 1, PRECONDITION_SAMPLE).astype(np.intp)]
-        X = self._X32  # a preconditioner needs no more than float32
+        X = self._inputs32()  # a preconditioner needs no more than float32
         for chunk in np.array_split(np.arange(len(t)), max(1, len(t) // 20_000)):
             i, j, l = t[chunk].T
             cj, cl = self.clusters[j], self.clusters[l]
