@@ -15,7 +15,7 @@ Two exact search paths, both one class at a time (sec. 6.2: impostors of
 
 * ``"blockwise"``: squared distances ``|z_i|^2 + |z_l|^2 - 2 z_i.z_l`` between
   a block of rows and the points of the other classes, with the block size set
-  by a memory budget (64 MiB), so memory never grows with ``n^2``; a distance
+  by a memory budget (``_BLOCK_BYTES`` a thread), so memory never grows with ``n^2``; a distance
   serves both of its pairs, so a full search measures each pair once;
 * ``"balltree"``: one ``sklearn.neighbors.BallTree`` per class over the points
   ``L x_l`` of that class, queried with the per-point radius by every point of
@@ -26,9 +26,13 @@ Rule for ``method="auto"``: ball trees prune well only in low dimension (Fig.
 dimension of ``L x``) is at most ``BALLTREE_MAX_RANK = 8`` and ``"blockwise"``
 otherwise (timings: ``docs/design/fast-lmnn-solver.md``, "The impostor search").
 Both paths run one class per thread (``SEARCH_THREADS``, the usable cores).
-Candidates of both paths are re-measured with exact differences
-``|z_i - z_l|^2`` before the strict comparison, so the two paths return the
-same pairs.
+The blockwise path compares distances in the principal coordinates of ``L x``
+(``principal_coordinates``), which never exceed the true ones, so it finds every
+pair while its matrix products shrink with the metric's effective rank.
+Its candidates whose single-precision distance, with its rounding bound and the
+part left out, proves them inside their radius are pairs; the others, and all of
+the ball trees', are re-measured with exact differences ``|z_i - z_l|^2`` before
+the strict comparison, so the two paths return the same pairs.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from lmnn_sdp.core.hits import below, flag_buffer
 from lmnn_sdp.core.machine import available_cores
 
 BALLTREE_MAX_RANK = 8
+SEARCH_TAIL = 1e-3  # share of the scatter of L x the blockwise candidates may leave out
+# (``principal_coordinates``; design note, "The impostor search")
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
 _BLOCK_BYTES = 8 * 2**20  # per thread: a block of distances stays in the last-level cache for its scans
 _PANEL_BYTES = 4 * 2**20  # per thread: the columns' factors that a block's product reads for every
@@ -162,22 +168,22 @@ def _thread_pool() -> ThreadPoolExecutor:
 
 def cluster_impostor_pairs(Z: np.ndarray, clusters: np.ndarray, codes: np.ndarray, radius: np.ndarray,
                            method: str = "auto", searched=None):
-    """``impostor_pairs`` with each candidate ``l`` measured in its cluster's coordinates
-    ``Z[c(l)]`` (eq. 16): ``Z`` (C, n, r), ``clusters`` (n,); one search per cluster over
-    its own members as impostors."""
+    """The pairs ``(i, l)`` of ``impostor_pairs`` (without distances) with each candidate ``l``
+    measured in its cluster's coordinates ``Z[c(l)]`` (eq. 16): ``Z`` (C, n, r), ``clusters``
+    (n,); one search per cluster over its own members as impostors."""
     if len(Z) == 1:
-        return impostor_pairs(Z[0], codes, radius, method, searched)
-    parts = [impostor_pairs(Zc, codes, radius, method, searched, columns=clusters == c)
+        return impostor_pairs(Z[0], codes, radius, method, searched, return_distance=False)
+    parts = [impostor_pairs(Zc, codes, radius, method, searched, columns=clusters == c, return_distance=False)
              for c, Zc in enumerate(Z)]
-    i, l, dist = (np.concatenate(part) for part in zip(*parts))
+    i, l = (np.concatenate(part) for part in zip(*parts))
     order = np.argsort(pair_keys(i, l, Z.shape[1]), kind="stable")
-    return i[order], l[order], dist[order]
+    return i[order], l[order]
 
 
 def impostor_pairs(
     Z: np.ndarray, codes: np.ndarray, radius: np.ndarray, method: str = "auto", searched=None,
-    columns=None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    columns=None, return_distance: bool = True,
+) -> tuple[np.ndarray, ...]:
     """Return every pair of differently labelled points within a point's radius.
 
     The exact impostor search of Weinberger & Saul (JMLR 2009, sec. 3.1, 6.2 and
@@ -199,13 +205,16 @@ def impostor_pairs(
         Search only the points ``i`` where this is true (default: all).
     columns : ndarray of bool, shape (n,), optional
         Only the points ``l`` where this is true are candidates (default: all).
+    return_distance : bool, default=True
+        Whether to return the pairs' distances too (the blockwise path proves most pairs
+        inside their radius without measuring them exactly).
 
     Returns
     -------
     i, l : ndarray of int, shape (P,)
         Pairs ordered by ``i`` then ``l``.
     dist : ndarray of shape (P,)
-        Their exact squared distances.
+        Their exact squared distances, when ``return_distance``.
 
     Raises
     ------
@@ -233,12 +242,14 @@ def impostor_pairs(
     everyone = np.ones(len(Z), dtype=bool)
     searched = everyone if searched is None else np.asarray(searched, dtype=bool)
     columns = everyone if columns is None else np.asarray(columns, dtype=bool)
-    i, l = search(Z, codes, radius, searched, columns)
-    dist = pair_distances(Z, i, l)
-    keep = dist < radius[i]
-    i, l, dist = i[keep], l[keep], dist[keep]
+    i, l, unsure = search(Z, codes, radius, searched, columns)
+    check = np.flatnonzero(unsure)
+    inside = np.ones(len(i), dtype=bool)
+    inside[check] = pair_distances(Z, i[check], l[check]) < radius[i[check]]
+    i, l = i[inside], l[inside]
     order = np.argsort(pair_keys(i, l, len(Z)), kind="stable")
-    return i[order], l[order], dist[order]
+    i, l = i[order], l[order]
+    return (i, l, pair_distances(Z, i, l)) if return_distance else (i, l)
 
 
 def pair_keys(i: np.ndarray, l: np.ndarray, n: int) -> np.ndarray:
@@ -256,49 +267,98 @@ def choose_search_method(rank: int, method: str = "auto") -> str:
     return "balltree" if rank <= BALLTREE_MAX_RANK else "blockwise"
 
 
-def _blockwise_candidates(Z, codes, radius, searched, columns):
-    """Candidate pairs from single-precision distances, one class of rows at a time.
+def principal_coordinates(Z: np.ndarray, tail: float = SEARCH_TAIL) -> tuple[np.ndarray, np.ndarray]:
+    """Centred ``Z`` in the leading eigenvectors of its scatter, and its squared norms.
 
-    ``[z_i, 1, |z_i|^2] . [-2 z_l, |z_l|^2, 1] = D(i, l)`` is one float32 GEMM per block.
-    Rounding the factors and the product errs by at most ``(r + 4) u sum_k |a_k b_k|``
-    (``u = 2^-24``, Higham sec. 3.1), and ``sum_k |a_k b_k| <= 2 (|z_i|^2 + |z_l|^2)``;
-    ``slack`` is that with a factor 2 of margin and the thresholds are rounded up, so no
-    true pair is lost, and the caller re-measures every candidate exactly. The distance is
-    symmetric: rows both searched and candidates meet such points of the classes after
-    theirs once, for both directions; every other pair is measured one way."""
-    sq = np.einsum("nr,nr->n", Z, Z)
-    ones = np.ones((len(Z), 1))
-    rows_aug = np.hstack([Z, ones, sq[:, None]]).astype(np.float32)
-    cols_aug = np.hstack([-2.0 * Z, sq[:, None], ones]).astype(np.float32)
-    unit = 4.0 * (Z.shape[1] + 4) * 2.0**-24
+    With ``Z - mean = W_all Q^T`` (``Q`` the eigenvectors of the scatter, largest
+    first), ``W`` is the fewest leading columns of ``W_all`` whose eigenvalues hold all
+    but ``tail`` of the trace. A projection, so ``|w_i - w_l|^2 <= |z_i - z_l|^2`` for
+    every pair: a search that compares ``W``'s distances with the radii loses no pair.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, r)
+    tail : float, default=SEARCH_TAIL
+        Share of the scatter's trace the columns left out may hold.
+
+    Returns
+    -------
+    W : ndarray of shape (n, s), s <= r
+    centred_sq : ndarray of shape (n,)
+        ``|z_i - mean|^2``, which bounds ``|w_i|^2`` (for rounding allowances).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fast_solver.lmnn.impostors import principal_coordinates
+    >>> Z = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 0.01], [0.0, 2.0, 0.0], [4.0, 2.0, 0.0]])
+    >>> W, centred_sq = principal_coordinates(Z, tail=1e-3)
+    >>> W.shape
+    (4, 2)
+    """
+    centred = Z - Z.mean(axis=0)
+    eigenvalues, Q = np.linalg.eigh(centred.T @ centred)
+    left_out = np.cumsum(eigenvalues)  # ascending: the trace of the i + 1 smallest
+    s = len(eigenvalues) - int(np.count_nonzero(left_out <= tail * left_out[-1])) if len(left_out) else 0
+    return centred @ Q[:, ::-1][:, :s], np.einsum("nr,nr->n", centred, centred)
+
+
+def _blockwise_candidates(Z, codes, radius, searched, columns):
+    """Candidate pairs from single-precision distances, one class of rows at a time, each
+    marked unsure unless its distance is proved below its radius.
+
+    ``[w_i, 1, |w_i|^2] . [-2 w_l, |w_l|^2, 1] = D_W(i, l) <= D(i, l)`` is one float32 GEMM
+    per block, ``W`` the principal coordinates of ``Z`` (``principal_coordinates``, ``s``
+    columns). Rounding the factors and the product errs by at most ``(s + 4) u sum_k |a_k b_k|``
+    (``u = 2^-24``, Higham sec. 3.1), and ``sum_k |a_k b_k| <= 2 (|w_i|^2 + |w_l|^2)``;
+    ``slack`` is that with a factor 2 of margin (which covers the float64 rotation to ``W``,
+    below ``1e-8 (|z_i - m|^2 + |z_l - m|^2)`` for ``r <= 10^4``; ``|w_i| <= |z_i - m|``)
+    and the thresholds are rounded up, so no true pair is lost. The columns left out add
+    ``|t_i - t_l|^2 <= (tau_i + tau_l)^2`` to a distance, ``tau_i^2 = |z_i - m|^2 - |w_i|^2``
+    (plus ``1e-10 |z_i - m|^2`` for its rounding), so a candidate whose float32 distance plus
+    slack plus that is below the radius is a pair; the caller re-measures the others exactly.
+    The distance is symmetric: rows both searched and candidates meet such points of the
+    classes after theirs once, for both directions; every other pair is measured one way."""
+    W, sq_bound = principal_coordinates(Z)
+    sq = np.einsum("nr,nr->n", W, W)
+    tau = np.sqrt(np.maximum(sq_bound - sq, 0.0) + 1e-10 * sq_bound)
+    ones = np.ones((len(W), 1))
+    rows_aug = np.hstack([W, ones, sq[:, None]]).astype(np.float32)
+    cols_aug = np.hstack([-2.0 * W, sq[:, None], ones]).astype(np.float32)
+    unit = 4.0 * (W.shape[1] + 4) * 2.0**-24
     both = searched & columns
 
     def threshold(points, other_top):
-        """Float32 radii of ``points`` against partners whose largest ``|z|^2`` is ``other_top``."""
-        slack = unit * (sq[points] + other_top) + 1e-12
+        """Float32 radii of ``points`` against partners whose largest ``|z - m|^2`` is ``other_top``."""
+        slack = unit * (sq_bound[points] + other_top) + 1e-12
         return np.nextafter((radius[points] + slack).astype(np.float32), np.float32(np.inf))
+
+    def pairs(i, l, value):
+        """``(i, l)`` found at float32 distances ``value``, and which are not proved inside."""
+        upper = value + unit * (sq_bound[i] + sq_bound[l]) + (tau[i] + tau[l]) ** 2 + 1e-12
+        return i, l, upper * (1.0 + 1e-12) >= radius[i]
 
     def measure(rows, cols, n_both, found):
         """Pairs (i, l) of ``rows`` x ``cols``, and (l, i) of ``rows`` x ``cols[:n_both]``."""
         if len(rows) == 0 or len(cols) == 0:
             return
         cols_t = np.ascontiguousarray(cols_aug[cols].T)
-        forward = threshold(rows, sq[cols].max())[:, None]
+        forward = threshold(rows, sq_bound[cols].max())[:, None]
         width = max(1, min(len(cols), _PANEL_BYTES // (4 * len(cols_t))))
         block = max(1, _BLOCK_BYTES // (4 * width))
         gram = np.empty((min(block, len(rows)), width), dtype=np.float32)
         flags = flag_buffer(gram.size)
         for start in range(0, len(rows), block):
             part = rows[start:start + block]
-            back = threshold(cols[:n_both], sq[part].max())[None, :]
+            back = threshold(cols[:n_both], sq_bound[part].max())[None, :]
             for first in range(0, len(cols), width):
                 last = min(first + width, len(cols))
                 product = np.matmul(rows_aug[part], cols_t[:, first:last], out=gram[:len(part), :last - first])
                 r, o = below(product, forward[start:start + block], flags)
-                found.append((part[r], cols[first + o]))
+                found.append(pairs(part[r], cols[first + o], product[r, o]))
                 if first < n_both:
                     r, o = below(product[:, :min(last, n_both) - first], back[:, first:last], flags)
-                    found.append((cols[first + o], part[r]))
+                    found.append(pairs(cols[first + o], part[r], product[r, o]))
 
     def one_class(c):
         own, other = codes == c, codes != c
@@ -313,17 +373,18 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
 
 
 def _balltree_candidates(Z, codes, radius, searched, columns):
-    """Candidate pairs from one ball tree per class and per-point radius queries (sec. 6.2)."""
+    """Candidate pairs from one ball tree per class and per-point radius queries (sec. 6.2),
+    all unsure (the tree's distances are not rigorous bounds)."""
     reach = np.sqrt(radius) * (1 + 1e-9) + 1e-12
 
     def one_class(c):
         members = np.flatnonzero((codes == c) & columns)
         others = np.flatnonzero((codes != c) & searched)
         if len(others) == 0 or len(members) == 0:
-            return _concatenate([]), _concatenate([])
+            return _concatenate([]), _concatenate([]), np.zeros(0, dtype=bool)
         hits = BallTree(Z[members]).query_radius(Z[others], r=reach[others])
         counts = np.fromiter((len(h) for h in hits), dtype=np.intp, count=len(hits))
-        return np.repeat(others, counts), members[_concatenate(list(hits))]
+        return np.repeat(others, counts), members[_concatenate(list(hits))], np.ones(counts.sum(), dtype=bool)
 
     return _gather(_per_class(one_class, np.unique(codes[columns])))
 
@@ -337,7 +398,9 @@ def _per_class(one_class, classes):
 
 
 def _gather(parts):
-    return _concatenate([p[0] for p in parts]), _concatenate([p[1] for p in parts])
+    """The candidates ``(i, l, unsure)`` of ``parts`` in one set of arrays."""
+    unsure = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, dtype=bool)
+    return _concatenate([p[0] for p in parts]), _concatenate([p[1] for p in parts]), unsure
 
 
 def _concatenate(parts) -> np.ndarray:

@@ -66,7 +66,7 @@ class ExactSearch:
         shrink = 0.0 if self.metric is None else min(map(contraction_factor, self.metric, M))
         floor = self.floor * shrink
         searched = floor < radius - self.band
-        i, l, _ = cluster_impostor_pairs(Z, self.clusters, self.codes, radius, self.method, searched)
+        i, l = cluster_impostor_pairs(Z, self.clusters, self.codes, radius, self.method, searched)
         if self.whitening.singular:
             alive = ~self.whitening.killable(i, l)
             i, l = i[alive], l[alive]

@@ -98,7 +98,7 @@ def search_working_set(Z: np.ndarray, targets: np.ndarray, codes: np.ndarray, ba
     with compiled.threads_for(targets.size * Z.shape[1]):
         target_d = compiled.target_distances(Z[None], np.ascontiguousarray(targets, dtype=np.intp),
                                             np.zeros(len(Z), np.intp))
-    i, l, _ = impostor_pairs(Z, codes, impostor_radius(target_d, band))
+    i, l = impostor_pairs(Z, codes, impostor_radius(target_d, band), return_distance=False)
     return WorkingSet.from_pairs(i, l, len(Z))
 
 

@@ -13,6 +13,7 @@ from fast_solver.lmnn.impostors import (
     choose_search_method,
     impostor_pairs,
     impostor_radius,
+    principal_coordinates,
 )
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor
@@ -127,6 +128,53 @@ def test_no_pair_at_the_radius_is_lost_to_single_precision_far_from_the_origin()
     i, l, _ = impostor_pairs(Z, codes, radius, "blockwise")
     np.testing.assert_array_equal(np.column_stack([i, l]), np.argwhere(D < radius[:, None]))
     assert len(i) == 60
+
+
+def _thin_tail_points(seed, n=240, r=12, kept=5, thin=0.01):
+    """Points whose scatter holds all but ``7 thin^2 / 23`` of its trace in ``kept`` directions."""
+    rng = np.random.default_rng(seed)
+    scales = np.r_[np.linspace(3.0, 1.0, kept), np.full(r - kept, thin)]
+    rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
+    return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
+
+
+def test_principal_coordinates_keep_the_leading_scatter_and_never_lengthen_a_distance():
+    Z = _thin_tail_points(6)
+    W, centred_sq = principal_coordinates(Z, tail=1e-3)
+    assert W.shape == (240, 5)
+    np.testing.assert_allclose(centred_sq, ((Z - Z.mean(0)) ** 2).sum(1), rtol=1e-12)
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    D_W = ((W[:, None] - W[None]) ** 2).sum(-1)
+    assert np.all(D_W <= D * (1 + 1e-12) + 1e-12)
+    assert np.all(D - D_W < 0.01 * D.mean())  # only the thin tail is left out
+    assert principal_coordinates(Z, tail=0.0)[0].shape == (240, 12)
+    assert principal_coordinates(np.ones((4, 3)))[0].shape == (4, 0)  # all points in one place
+
+
+def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail():
+    Z = _thin_tail_points(7)
+    codes = np.arange(len(Z)) % 4
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    D[codes[:, None] == codes] = np.inf
+    radius = np.sort(D, axis=1)[:, 2] * (1 + 1e-12)  # the three nearest impostors just inside
+    i, l, _ = impostor_pairs(Z, codes, radius, "blockwise")
+    np.testing.assert_array_equal(np.column_stack([i, l]), np.argwhere(D < radius[:, None]))
+    assert len(i) == 3 * len(Z)
+
+
+@pytest.mark.parametrize("return_distance", [True, False])
+@pytest.mark.parametrize("thin,outside,kept", [(0.05, 1e-3, 5),  # the tail, 7.6e-4 of the scatter, left out
+                                               (1.0, 1e-9, 12)])  # closer than single precision resolves
+def test_no_pair_beyond_the_radius_is_taken_without_measuring_it(return_distance, thin, outside, kept):
+    Z = _thin_tail_points(8, thin=thin)
+    assert principal_coordinates(Z)[0].shape[1] == kept
+    codes = np.arange(len(Z)) % 4
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    D[codes[:, None] == codes] = np.inf
+    radius = np.sort(D, axis=1)[:, 2] * (1 - outside)  # the third nearest impostor just outside
+    pairs = impostor_pairs(Z, codes, radius, "blockwise", return_distance=return_distance)
+    np.testing.assert_array_equal(np.column_stack(pairs[:2]), np.argwhere(D < radius[:, None]))
+    assert len(pairs[0]) > 1.9 * len(Z) and len(pairs) == 2 + return_distance
 
 
 def test_radius_is_max_target_distance_plus_margin_and_band():
