@@ -68,9 +68,13 @@ def _readonly(value):
 @_computed_once
 def data_range(problem: LMNNProblem) -> np.ndarray:
     """An orthonormal basis ``V`` (d, r) of the span of the centred inputs (singular values
-    above ``max(n, d) eps`` of the largest), or a ValueError when all inputs coincide."""
+    above ``max(n, d) eps`` of the largest), or a ValueError when all inputs coincide.
+
+    With more points than features the singular values and vectors are those of the
+    triangular factor of ``X_c = Q R`` (d, d), as LAPACK's SVD of a tall matrix computes
+    them too, without the left singular vectors (n, d) it would also form."""
     Xc = problem.X_centered
-    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    _, s, Vt = np.linalg.svd(np.linalg.qr(Xc, mode="r") if len(Xc) > Xc.shape[1] else Xc, full_matrices=False)
     rank = int(np.sum(s > s[0] * max(Xc.shape) * np.finfo(float).eps)) if s[0] > 0 else 0
     if rank == 0:
         raise ValueError("all inputs are identical; there is no metric to learn.")

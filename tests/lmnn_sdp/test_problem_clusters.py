@@ -62,9 +62,9 @@ def test_a_problem_with_clusters_solves_and_certifies_as_multi_metric(iris):
 def test_the_data_range_and_pull_matrices_are_computed_once_per_problem(iris, monkeypatch):
     from lmnn_sdp.core import space
     problem = LMNNProblem(iris.X, iris.y, k=2)
-    svds, scatters = [], []
-    svd, scatter = np.linalg.svd, space.cluster_scatter
-    monkeypatch.setattr(np.linalg, "svd", lambda a, **kw: svds.append(a is problem.X_centered) or svd(a, **kw))
+    svds, scatters = [], []  # the factorizations of the centred inputs (QR: more points than features)
+    qr, scatter = np.linalg.qr, space.cluster_scatter
+    monkeypatch.setattr(np.linalg, "qr", lambda a, **kw: svds.append(a is problem.X_centered) or qr(a, **kw))
     monkeypatch.setattr(space, "cluster_scatter", lambda *a: scatters.append(a[0]) or scatter(*a))
     lmnn = fast_solver.solve(problem)
     assert sum(svds) == 1 and len(scatters) == len({id(x) for x in scatters})
