@@ -27,7 +27,7 @@ dimension of ``L x``) is at most ``BALLTREE_MAX_RANK = 8`` and ``"blockwise"``
 otherwise (timings: ``docs/design/fast-lmnn-solver.md``, "The impostor search").
 Both paths run one class per thread (``SEARCH_THREADS``, the usable cores).
 The blockwise path compares distances in the principal coordinates of ``L x``
-(``principal_coordinates``), which never exceed the true ones, so it finds every
+(``lmnn_sdp.core.principal``), which never exceed the true ones, so it finds every
 pair while its matrix products shrink with the metric's effective rank.
 Its candidates whose single-precision distance, with its rounding bound and the
 part left out, proves them inside their radius are pairs; the others, and all of
@@ -45,10 +45,9 @@ from sklearn.neighbors import BallTree
 
 from lmnn_sdp.core.hits import below, flag_buffer
 from lmnn_sdp.core.machine import available_cores
+from lmnn_sdp.core.principal import principal_coordinates
 
 BALLTREE_MAX_RANK = 8
-SEARCH_TAIL = 1e-3  # share of the scatter of L x the blockwise candidates may leave out
-# (``principal_coordinates``; design note, "The impostor search")
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
 _BLOCK_BYTES = 8 * 2**20  # per thread: a block of distances stays in the last-level cache for its scans
 _PANEL_BYTES = 4 * 2**20  # per thread: the columns' factors that a block's product reads for every
@@ -265,42 +264,6 @@ def choose_search_method(rank: int, method: str = "auto") -> str:
     if method != "auto":
         return method
     return "balltree" if rank <= BALLTREE_MAX_RANK else "blockwise"
-
-
-def principal_coordinates(Z: np.ndarray, tail: float = SEARCH_TAIL) -> tuple[np.ndarray, np.ndarray]:
-    """Centred ``Z`` in the leading eigenvectors of its scatter, and its squared norms.
-
-    With ``Z - mean = W_all Q^T`` (``Q`` the eigenvectors of the scatter, largest
-    first), ``W`` is the fewest leading columns of ``W_all`` whose eigenvalues hold all
-    but ``tail`` of the trace. A projection, so ``|w_i - w_l|^2 <= |z_i - z_l|^2`` for
-    every pair: a search that compares ``W``'s distances with the radii loses no pair.
-
-    Parameters
-    ----------
-    Z : ndarray of shape (n, r)
-    tail : float, default=SEARCH_TAIL
-        Share of the scatter's trace the columns left out may hold.
-
-    Returns
-    -------
-    W : ndarray of shape (n, s), s <= r
-    centred_sq : ndarray of shape (n,)
-        ``|z_i - mean|^2``, which bounds ``|w_i|^2`` (for rounding allowances).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from fast_solver.lmnn.impostors import principal_coordinates
-    >>> Z = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 0.01], [0.0, 2.0, 0.0], [4.0, 2.0, 0.0]])
-    >>> W, centred_sq = principal_coordinates(Z, tail=1e-3)
-    >>> W.shape
-    (4, 2)
-    """
-    centred = Z - Z.mean(axis=0)
-    eigenvalues, Q = np.linalg.eigh(centred.T @ centred)
-    left_out = np.cumsum(eigenvalues)  # ascending: the trace of the i + 1 smallest
-    s = len(eigenvalues) - int(np.count_nonzero(left_out <= tail * left_out[-1])) if len(left_out) else 0
-    return centred @ Q[:, ::-1][:, :s], np.einsum("nr,nr->n", centred, centred)
 
 
 def _blockwise_candidates(Z, codes, radius, searched, columns):

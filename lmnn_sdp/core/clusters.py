@@ -135,7 +135,7 @@ def _null_scale(problem, space, metrics, c, N) -> float:
     for start in range(0, len(members), block):
         ls = members[start:start + block]
         V = Xc[None, :, :] - Xc[ls, None, :]  # (b, n, d)
-        distance = np.einsum("bnd,de,bne->bn", V, metrics[c], V)
+        distance = np.einsum("bnd,bnd->bn", V @ metrics[c], V)
         W, Vr = Y[None, :, :] - Y[ls, None, :], space.inputs[None, :, :] - space.inputs[ls, None, :]
         null, full = np.sum(W**2, axis=2), np.sum(Vr**2, axis=2)
         mask = (codes[None, :] != codes[ls, None]) & (null > KILLABLE * full)

@@ -26,6 +26,7 @@ import numpy as np
 
 from lmnn_sdp.core import rounding
 from lmnn_sdp.core.hits import below, flag_buffer
+from lmnn_sdp.core.principal import metric_coordinates
 
 BLOCK_BYTES = 8 * 2**20  # memory budget of one block of pairwise distances, which stays in the
 # last-level cache for the passes after its matrix product (design note, "Block sizes")
@@ -842,44 +843,74 @@ class LMNNProblem:
         ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
         ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
 
-        Distances come from the Gram identity, one class of rows at a time against the
-        points of the other classes, in tiles of as many columns as ``PANEL_BYTES`` of inputs
-        and as many rows as ``BLOCK_BYTES`` of distances allow. With one
-        metric ``D`` is symmetric: a class meets only the classes after it, and each
-        distance serves both ``(i, l)`` and ``(l, i)`` (the rounding bound of
-        ``lmnn_sdp.core.rounding`` holds for any order of summation)."""
+        One class of rows at a time against the points of the other classes, in tiles of as
+        many columns as ``PANEL_BYTES`` of inputs and as many rows as ``BLOCK_BYTES`` of
+        distances allow. First a lower bound: float32 distances between the principal
+        coordinates of each metric (``lmnn_sdp.core.principal.metric_coordinates``), which err
+        by at most ``(h + 4) 2^-24 * 2 (|w_a|^2 + |w_b|^2)`` (Higham sec. 3.1), against
+        ``reach`` raised by that with a factor 2 of margin and by the allowances of the bound
+        (with the largest point sizes of the other side). Only the pairs below are measured,
+        by the Gram identity ``x_i^T M x_i + x_l^T M x_l - 2 x_i^T M x_l`` in float64, one inner
+        product a pair; the rounding bound of ``lmnn_sdp.core.rounding`` holds for any order of
+        summation. With one metric ``D`` is symmetric: a class meets only the classes after
+        it, and each product serves both ``(i, l)`` and ``(l, i)``."""
         symmetric = len(metrics) == 1
-        sq = np.einsum("nd,cde,ne->cn", Xo, metrics, Xo)  # (C, n): x^T M_c x
+        sq = np.stack([np.einsum("nd,nd->n", Xo @ M, Xo) for M in metrics])  # (C, n): x^T M_c x
         own = sq[owner, np.arange(self.n_samples)]  # x_l^T M_{c(l)} x_l
         cross = -2.0 * metrics
+        s, t, rho = rounding.metric_scales(metrics)
+        sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
+        coords = [metric_coordinates(M, s_c, Xo, sigma_c) for M, s_c, sigma_c in zip(metrics, s, sigma)]
+        rows_aug = [np.hstack([w.W, np.ones((len(w.W), 1)), w.norms[:, None]]).astype(np.float32) for w in coords]
+        cols_aug = [np.hstack([-2.0 * w.W, w.norms[:, None], np.ones((len(w.W), 1))]).astype(np.float32)
+                    for w in coords]
+        units = [4.0 * (w.W.shape[1] + 4) * 2.0**-24 for w in coords]
+
+        def threshold(c, points, others):
+            """float32 thresholds of ``points`` against any of ``others`` in metric ``c``."""
+            w, top = coords[c], lambda a: float(a[others].max())
+            sig = sigma[c, points] + top(sigma[c])
+            e = rho * sig**2 + (tau[c, points] + top(tau[c])) ** 2
+            room = np.sqrt(np.maximum((1 + 1e-10) * (reach[points] + w.kappa * sig**2 + e), 0.0))
+            bound = (room + w.error[points] + top(w.error)) ** 2 * w.scale
+            bound += units[c] * (w.norms[points] + top(w.norms)) + 1e-40
+            bound *= 1 + 1e-12
+            finite = bound < 1e38  # beyond float32: no threshold
+            out = np.full(len(bound), np.inf, dtype=np.float32)
+            out[finite] = np.nextafter(bound[finite].astype(np.float32), np.float32(np.inf))
+            return out
+
         classes = [np.flatnonzero(self.label_codes == c) for c in range(self.label_codes.max() + 1)]
         for a, members in enumerate(classes):
             cols = np.concatenate([np.empty(0, np.intp)]
                                   + (classes[a + 1:] if symmetric else classes[:a] + classes[a + 1:]))
             cols = cols[np.argsort(owner[cols], kind="stable")]  # one slice of columns per metric
             edges = np.searchsorted(owner[cols], np.arange(len(metrics) + 1))
-            X_cols = Xo[cols].T
-            width = max(1, min(len(cols), PANEL_BYTES // (8 * Xo.shape[1])))
-            block = max(1, BLOCK_BYTES // (16 * width))
-            flags = flag_buffer(block * width)
+            slices = [(c, edges[c], edges[c + 1]) for c in range(len(metrics)) if edges[c] < edges[c + 1]]
+            forward = {c: threshold(c, members, cols[lo:hi]) for c, lo, hi in slices}
+            panels = {c: np.ascontiguousarray(cols_aug[c][cols[lo:hi]].T) for c, lo, hi in slices}
+            width = max(1, min(len(cols), PANEL_BYTES // (4 * (Xo.shape[1] + 2))))
+            block = max(1, BLOCK_BYTES // (4 * width))
+            gram = np.empty((min(block, len(members)), width), dtype=np.float32)
+            flags = flag_buffer(gram.size)
             for start in range(0, len(members), block):
                 rows = members[start:start + block]
-                left = [Xo[rows] @ cross[c] if edges[c] < edges[c + 1] else None for c in range(len(metrics))]
-                for first in range(0, len(cols), width):
-                    last = min(first + width, len(cols))
-                    tile = cols[first:last]
-                    D = np.empty((len(rows), last - first))
-                    for c in range(len(metrics)):
-                        lo, hi = max(edges[c], first), min(edges[c + 1], last)
-                        if lo < hi:
-                            np.matmul(left[c], X_cols[:, lo:hi], out=D[:, lo - first:hi - first])
-                            D[:, lo - first:hi - first] += sq[c, rows, None]
-                    D += own[None, tile]
-                    b, m = below(D, reach[rows, None], flags)
-                    yield rows[b], tile[m], D[b, m]
-                    if symmetric:
-                        b, m = below(D, reach[None, tile], flags)
-                        yield tile[m], rows[b], D[b, m]
+                for c, lo, hi in slices:
+                    left, factors = Xo[rows] @ cross[c], rows_aug[c][rows]
+                    back = threshold(c, cols[lo:hi], rows) if symmetric else None
+                    for first in range(lo, hi, width):
+                        last = min(first + width, hi)
+                        tile = cols[first:last]
+                        v = np.matmul(factors, panels[c][:, first - lo:last - lo], out=gram[:len(rows), :last - first])
+                        b, m = below(v, forward[c][start:start + block, None], flags)
+                        D = sq[c, rows[b]] + own[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                        keep = D < reach[rows[b]]
+                        yield rows[b[keep]], tile[m[keep]], D[keep]
+                        if symmetric:
+                            b, m = below(v, back[None, first - lo:last - lo], flags)
+                            D = sq[c, rows[b]] + own[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                            keep = D < reach[tile[m]]
+                            yield tile[m[keep]], rows[b[keep]], D[keep]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:

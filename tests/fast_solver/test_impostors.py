@@ -13,9 +13,9 @@ from fast_solver.lmnn.impostors import (
     choose_search_method,
     impostor_pairs,
     impostor_radius,
-    principal_coordinates,
 )
 from lmnn_sdp import LMNNProblem
+from lmnn_sdp.core.principal import principal_coordinates
 from lmnn_sdp.core.psd import psd_factor
 
 
@@ -136,19 +136,6 @@ def _thin_tail_points(seed, n=240, r=12, kept=5, thin=0.01):
     scales = np.r_[np.linspace(3.0, 1.0, kept), np.full(r - kept, thin)]
     rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
     return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
-
-
-def test_principal_coordinates_keep_the_leading_scatter_and_never_lengthen_a_distance():
-    Z = _thin_tail_points(6)
-    W, centred_sq = principal_coordinates(Z, tail=1e-3)
-    assert W.shape == (240, 5)
-    np.testing.assert_allclose(centred_sq, ((Z - Z.mean(0)) ** 2).sum(1), rtol=1e-12)
-    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
-    D_W = ((W[:, None] - W[None]) ** 2).sum(-1)
-    assert np.all(D_W <= D * (1 + 1e-12) + 1e-12)
-    assert np.all(D - D_W < 0.01 * D.mean())  # only the thin tail is left out
-    assert principal_coordinates(Z, tail=0.0)[0].shape == (240, 12)
-    assert principal_coordinates(np.ones((4, 3)))[0].shape == (4, 0)  # all points in one place
 
 
 def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail():
