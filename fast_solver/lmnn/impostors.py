@@ -45,7 +45,7 @@ from sklearn.neighbors import BallTree
 
 from lmnn_sdp.core.hits import below, flag_buffer
 from lmnn_sdp.core.machine import available_cores
-from lmnn_sdp.core.principal import principal_coordinates
+from lmnn_sdp.core.principal import float32_above, gram_factors, principal_coordinates
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
@@ -271,10 +271,9 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
     marked unsure unless its distance is proved below its radius.
 
     ``[w_i, 1, |w_i|^2] . [-2 w_l, |w_l|^2, 1] = D_W(i, l) <= D(i, l)`` is one float32 GEMM
-    per block, ``W`` the principal coordinates of ``Z`` (``principal_coordinates``, ``s``
-    columns). Rounding the factors and the product errs by at most ``(s + 4) u sum_k |a_k b_k|``
-    (``u = 2^-24``, Higham sec. 3.1), and ``sum_k |a_k b_k| <= 2 (|w_i|^2 + |w_l|^2)``;
-    ``slack`` is that with a factor 2 of margin (which covers the float64 rotation to ``W``,
+    per block (``gram_factors``), ``W`` the principal coordinates of ``Z``
+    (``principal_coordinates``, ``s`` columns). Rounding the factors and the product errs by at
+    most ``(s + 4) 2^-24 * 2 (|w_i|^2 + |w_l|^2)``; ``slack`` is that with a factor 2 of margin (which covers the float64 rotation to ``W``,
     below ``1e-8 (|z_i - m|^2 + |z_l - m|^2)`` for ``r <= 10^4``; ``|w_i| <= |z_i - m|``)
     and the thresholds are rounded up, so no true pair is lost. The columns left out add
     ``|t_i - t_l|^2 <= (tau_i + tau_l)^2`` to a distance, ``tau_i^2 = |z_i - m|^2 - |w_i|^2``
@@ -285,16 +284,14 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
     W, sq_bound = principal_coordinates(Z)
     sq = np.einsum("nr,nr->n", W, W)
     tau = np.sqrt(np.maximum(sq_bound - sq, 0.0) + 1e-10 * sq_bound)
-    ones = np.ones((len(W), 1))
-    rows_aug = np.hstack([W, ones, sq[:, None]]).astype(np.float32)
-    cols_aug = np.hstack([-2.0 * W, sq[:, None], ones]).astype(np.float32)
+    rows_aug, cols_aug = gram_factors(W, sq)
     unit = 4.0 * (W.shape[1] + 4) * 2.0**-24
     both = searched & columns
 
     def threshold(points, other_top):
         """Float32 radii of ``points`` against partners whose largest ``|z - m|^2`` is ``other_top``."""
         slack = unit * (sq_bound[points] + other_top) + 1e-12
-        return np.nextafter((radius[points] + slack).astype(np.float32), np.float32(np.inf))
+        return float32_above(radius[points] + slack)
 
     def pairs(i, l, value):
         """``(i, l)`` found at float32 distances ``value``, and which are not proved inside."""

@@ -73,6 +73,25 @@ def principal_coordinates(Z: np.ndarray, tail: float = SEARCH_TAIL) -> tuple[np.
     return centred @ Q[:, ::-1][:, :s], np.einsum("nr,nr->n", centred, centred)
 
 
+def gram_factors(W: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float32 factors whose product is ``|w_a - w_b|^2``: rows ``[w_a, 1, |w_a|^2]`` and columns
+    ``[-2 w_b, |w_b|^2, 1]``, each (n, h + 2), for ``W`` (n, h) and its ``norms`` (n,). Rounding
+    the factors and the product errs by at most ``(h + 4) 2^-24 * 2 (|w_a|^2 + |w_b|^2)``
+    (Higham sec. 3.1; ``sum_k |a_k b_k| <= 2 (|w_a|^2 + |w_b|^2)``)."""
+    ones = np.ones((len(W), 1))
+    return (np.hstack([W, ones, norms[:, None]]).astype(np.float32),
+            np.hstack([-2.0 * W, norms[:, None], ones]).astype(np.float32))
+
+
+def float32_above(bound: np.ndarray) -> np.ndarray:
+    """The float32 numbers just above ``bound`` (float64), ``inf`` beyond float32's range: a
+    float32 value below them is below ``bound``'s exact value too."""
+    out = np.full(np.shape(bound), np.inf, dtype=np.float32)
+    finite = bound < 1e38
+    out[finite] = np.nextafter(bound[finite].astype(np.float32), np.float32(np.inf))
+    return out
+
+
 @dataclass(frozen=True)
 class MetricCoordinates:
     """Principal coordinates of the inputs under a metric, with their allowances (module

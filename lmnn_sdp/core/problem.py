@@ -26,7 +26,7 @@ import numpy as np
 
 from lmnn_sdp.core import rounding
 from lmnn_sdp.core.hits import below, flag_buffer
-from lmnn_sdp.core.principal import metric_coordinates
+from lmnn_sdp.core.principal import float32_above, gram_factors, metric_coordinates
 
 BLOCK_BYTES = 8 * 2**20  # memory budget of one block of pairwise distances, which stays in the
 # last-level cache for the passes after its matrix product (design note, "Block sizes")
@@ -861,9 +861,7 @@ class LMNNProblem:
         s, t, rho = rounding.metric_scales(metrics)
         sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
         coords = [metric_coordinates(M, s_c, Xo, sigma_c) for M, s_c, sigma_c in zip(metrics, s, sigma)]
-        rows_aug = [np.hstack([w.W, np.ones((len(w.W), 1)), w.norms[:, None]]).astype(np.float32) for w in coords]
-        cols_aug = [np.hstack([-2.0 * w.W, w.norms[:, None], np.ones((len(w.W), 1))]).astype(np.float32)
-                    for w in coords]
+        rows_aug, cols_aug = zip(*(gram_factors(w.W, w.norms) for w in coords))
         units = [4.0 * (w.W.shape[1] + 4) * 2.0**-24 for w in coords]
 
         def threshold(c, points, others):
@@ -874,11 +872,7 @@ class LMNNProblem:
             room = np.sqrt(np.maximum((1 + 1e-10) * (reach[points] + w.kappa * sig**2 + e), 0.0))
             bound = (room + w.error[points] + top(w.error)) ** 2 * w.scale
             bound += units[c] * (w.norms[points] + top(w.norms)) + 1e-40
-            bound *= 1 + 1e-12
-            finite = bound < 1e38  # beyond float32: no threshold
-            out = np.full(len(bound), np.inf, dtype=np.float32)
-            out[finite] = np.nextafter(bound[finite].astype(np.float32), np.float32(np.inf))
-            return out
+            return float32_above(bound * (1 + 1e-12))
 
         classes = [np.flatnonzero(self.label_codes == c) for c in range(self.label_codes.max() + 1)]
         for a, members in enumerate(classes):
