@@ -13,9 +13,9 @@ exclude are measured exactly.
 allowances that make them a rigorous lower bound of a distance as ``LMNNProblem.evaluate``
 computes it (``lmnn_sdp.core.rounding``: ``s``, ``sigma``, ``e_ab``). With ``S = M / (s s^T)``
 and ``S = U Theta U^T``, ``z_a = Theta_+^{1/2} U^T (s * x~_a)`` has
-``|z_a - z_b|^2 >= D_M(x_a, x_b) - kappa (sigma_a + sigma_b)^2``, ``kappa`` the negative
-eigenvalues of ``S`` and the eigensolver's error (``4 d eps |S|_F``, as in the rounding
-module, with ``|S|_F <= d``); the principal coordinates ``w`` of ``z`` computed in floating
+``D_M(x_a, x_b) >= |z_a - z_b|^2 - kappa (sigma_a + sigma_b)^2``, ``kappa`` the negative
+eigenvalues of ``S`` and the eigensolver's error (``16 d^2 eps``, four times the rounding
+module's ``4 d eps |S|_F`` with ``|S|_F <= d``); the principal coordinates ``w`` of ``z`` computed in floating
 point lie within ``zeta_a`` of exact ones (Higham sec. 3.1: the product ``x~ B`` errs by
 ``gamma_{d+4} b sigma_a``, ``b`` the largest row norm of ``U Theta_+^{1/2}``; the centring and
 the rotation by ``gamma_d sqrt(h) + 2 eps`` times ``|z_a - m|``; a common shift cancels). So
