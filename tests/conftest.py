@@ -1,5 +1,6 @@
 """Fixtures shared by the test folders: ``kill_during`` runs a fit in a child process and
-kills it with SIGKILL, for the checkpoint tests of every fit."""
+kills it with SIGKILL, for the checkpoint tests of every fit; ``thin_tail_points`` makes points
+whose scatter has a thin tail, for the tests of principal coordinates."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _CHILD = ("import pickle, sys\n"
@@ -57,3 +59,15 @@ def kill_during():
     fit in a child process and SIGKILL it ``after`` seconds after its checkpoint is (re)written;
     True when killed, False when the fit ended first."""
     return _kill_during
+
+
+@pytest.fixture
+def thin_tail_points():
+    """``make(seed, n=240, r=12, kept=5, thin=0.01)``: n points in r dimensions whose scatter holds
+    all but ``7 thin^2 / 23`` of its trace in ``kept`` directions, 5 from the origin."""
+    def make(seed, n=240, r=12, kept=5, thin=0.01):
+        rng = np.random.default_rng(seed)
+        scales = np.r_[np.linspace(3.0, 1.0, kept), np.full(r - kept, thin)]
+        rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
+        return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
+    return make

@@ -130,16 +130,8 @@ def test_no_pair_at_the_radius_is_lost_to_single_precision_far_from_the_origin()
     assert len(i) == 60
 
 
-def _thin_tail_points(seed, n=240, r=12, kept=5, thin=0.01):
-    """Points whose scatter holds all but ``7 thin^2 / 23`` of its trace in ``kept`` directions."""
-    rng = np.random.default_rng(seed)
-    scales = np.r_[np.linspace(3.0, 1.0, kept), np.full(r - kept, thin)]
-    rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
-    return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
-
-
-def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail():
-    Z = _thin_tail_points(7)
+def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail(thin_tail_points):
+    Z = thin_tail_points(7)
     codes = np.arange(len(Z)) % 4
     D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
     D[codes[:, None] == codes] = np.inf
@@ -152,8 +144,9 @@ def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail():
 @pytest.mark.parametrize("return_distance", [True, False])
 @pytest.mark.parametrize("thin,outside,kept", [(0.05, 1e-3, 5),  # the tail, 7.6e-4 of the scatter, left out
                                                (1.0, 1e-9, 12)])  # closer than single precision resolves
-def test_no_pair_beyond_the_radius_is_taken_without_measuring_it(return_distance, thin, outside, kept):
-    Z = _thin_tail_points(8, thin=thin)
+def test_no_pair_beyond_the_radius_is_taken_without_measuring_it(thin_tail_points, return_distance, thin, outside,
+                                                                 kept):
+    Z = thin_tail_points(8, thin=thin)
     assert principal_coordinates(Z)[0].shape[1] == kept
     codes = np.arange(len(Z)) % 4
     D = ((Z[:, None] - Z[None]) ** 2).sum(-1)

@@ -12,15 +12,7 @@ from lmnn_sdp.core import rounding
 from lmnn_sdp.core.principal import metric_coordinates, principal_coordinates
 
 
-def thin_tail_points(seed, n=240, r=12, kept=5, thin=0.01):
-    """Points whose scatter holds all but ``7 thin^2 / 23`` of its trace in ``kept`` directions."""
-    rng = np.random.default_rng(seed)
-    scales = np.r_[np.linspace(3.0, 1.0, kept), np.full(r - kept, thin)]
-    rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
-    return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
-
-
-def test_principal_coordinates_keep_the_leading_scatter_and_never_lengthen_a_distance():
+def test_principal_coordinates_keep_the_leading_scatter_and_never_lengthen_a_distance(thin_tail_points):
     Z = thin_tail_points(6)
     W, centred_sq = principal_coordinates(Z, tail=1e-3)
     assert W.shape == (240, 5)
