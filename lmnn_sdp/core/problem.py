@@ -843,9 +843,9 @@ class LMNNProblem:
         ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
         ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
 
-        One class of rows at a time against the points of the other classes, in tiles of as
-        many columns as ``PANEL_BYTES`` of inputs and as many rows as ``BLOCK_BYTES`` of
-        distances allow. First a lower bound: float32 distances between the principal
+        One metric at a time (its coordinates alone in memory), one class of rows against its
+        points of the other classes, in tiles of as many columns as ``PANEL_BYTES`` of factors
+        and as many rows as ``BLOCK_BYTES`` of distances allow. First a lower bound: float32 distances between the principal
         coordinates of each metric (``lmnn_sdp.core.principal.metric_coordinates``), which err
         by at most ``(h + 4) 2^-24 * 2 (|w_a|^2 + |w_b|^2)`` (Higham sec. 3.1), against
         ``reach`` raised by that with a factor 2 of margin and by the allowances of the bound
@@ -855,54 +855,48 @@ class LMNNProblem:
         summation. With one metric ``D`` is symmetric: a class meets only the classes after
         it, and each product serves both ``(i, l)`` and ``(l, i)``."""
         symmetric = len(metrics) == 1
-        sq = np.stack([np.einsum("nd,nd->n", Xo @ M, Xo) for M in metrics])  # (C, n): x^T M_c x
-        own = sq[owner, np.arange(self.n_samples)]  # x_l^T M_{c(l)} x_l
-        cross = -2.0 * metrics
         s, t, rho = rounding.metric_scales(metrics)
         sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
-        coords = [metric_coordinates(M, s_c, Xo, sigma_c) for M, s_c, sigma_c in zip(metrics, s, sigma)]
-        rows_aug, cols_aug = zip(*(gram_factors(w.W, w.norms) for w in coords))
-        units = [4.0 * (w.W.shape[1] + 4) * 2.0**-24 for w in coords]
+        for c, M in enumerate(metrics):  # one metric's coordinates in memory at a time
+            sq, cross = np.einsum("nd,nd->n", Xo @ M, Xo), -2.0 * M  # x^T M_c x; the columns are c's
+            coords = metric_coordinates(M, s[c], Xo, sigma[c])
+            rows_aug, cols_aug = gram_factors(coords.W, coords.norms)
+            unit = 4.0 * (coords.W.shape[1] + 4) * 2.0**-24
 
-        def threshold(c, points, others):
-            """float32 thresholds of ``points`` against any of ``others`` in metric ``c``."""
-            w, top = coords[c], lambda a: float(a[others].max())
-            sig = sigma[c, points] + top(sigma[c])
-            e = rho * sig**2 + (tau[c, points] + top(tau[c])) ** 2
-            room = np.sqrt(np.maximum((1 + 1e-10) * (reach[points] + w.kappa * sig**2 + e), 0.0))
-            bound = (room + w.error[points] + top(w.error)) ** 2 * w.scale
-            bound += units[c] * (w.norms[points] + top(w.norms)) + 1e-40
-            return float32_above(bound * (1 + 1e-12))
+            def threshold(points, others, c=c, coords=coords, unit=unit):
+                """float32 thresholds of ``points`` against any of ``others`` in metric ``c``."""
+                size = sigma[c, points] + sigma[c, others].max()
+                e = rho * size**2 + (tau[c, points] + tau[c, others].max()) ** 2
+                room = np.sqrt(np.maximum((1 + 1e-10) * (reach[points] + coords.kappa * size**2 + e), 0.0))
+                bound = (room + coords.error[points] + coords.error[others].max()) ** 2 * coords.scale
+                bound += unit * (coords.norms[points] + coords.norms[others].max()) + 1e-40
+                return float32_above(bound * (1 + 1e-12))
 
-        classes = [np.flatnonzero(self.label_codes == c) for c in range(self.label_codes.max() + 1)]
-        for a, members in enumerate(classes):
-            cols = np.concatenate([np.empty(0, np.intp)]
-                                  + (classes[a + 1:] if symmetric else classes[:a] + classes[a + 1:]))
-            cols = cols[np.argsort(owner[cols], kind="stable")]  # one slice of columns per metric
-            edges = np.searchsorted(owner[cols], np.arange(len(metrics) + 1))
-            slices = [(c, edges[c], edges[c + 1]) for c in range(len(metrics)) if edges[c] < edges[c + 1]]
-            forward = {c: threshold(c, members, cols[lo:hi]) for c, lo, hi in slices}
-            panels = {c: np.ascontiguousarray(cols_aug[c][cols[lo:hi]].T) for c, lo, hi in slices}
-            width = max(1, min(len(cols), PANEL_BYTES // (4 * (Xo.shape[1] + 2))))
-            block = max(1, BLOCK_BYTES // (4 * width))
-            gram = np.empty((min(block, len(members)), width), dtype=np.float32)
-            flags = flag_buffer(gram.size)
-            for start in range(0, len(members), block):
-                rows = members[start:start + block]
-                for c, lo, hi in slices:
-                    left, factors = Xo[rows] @ cross[c], rows_aug[c][rows]
-                    back = threshold(c, cols[lo:hi], rows) if symmetric else None
-                    for first in range(lo, hi, width):
-                        last = min(first + width, hi)
-                        tile = cols[first:last]
-                        v = np.matmul(factors, panels[c][:, first - lo:last - lo], out=gram[:len(rows), :last - first])
-                        b, m = below(v, forward[c][start:start + block, None], flags)
-                        D = sq[c, rows[b]] + own[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+            for a in range(self.label_codes.max() + 1):
+                members = np.flatnonzero(self.label_codes == a)
+                cols = np.flatnonzero((self.label_codes > a if symmetric else self.label_codes != a) & (owner == c))
+                if len(members) == 0 or len(cols) == 0:
+                    continue
+                forward = threshold(members, cols)
+                panel = np.ascontiguousarray(cols_aug[cols].T)
+                width = max(1, min(len(cols), PANEL_BYTES // (4 * len(panel))))
+                block = max(1, BLOCK_BYTES // (4 * width))
+                gram = np.empty((min(block, len(members)), width), dtype=np.float32)
+                flags = flag_buffer(gram.size)
+                for start in range(0, len(members), block):
+                    rows = members[start:start + block]
+                    left, factors = Xo[rows] @ cross, rows_aug[rows]
+                    back = threshold(cols, rows) if symmetric else None
+                    for first in range(0, len(cols), width):
+                        tile = cols[first:first + width]
+                        v = np.matmul(factors, panel[:, first:first + width], out=gram[:len(rows), :len(tile)])
+                        b, m = below(v, forward[start:start + block, None], flags)
+                        D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
                         keep = D < reach[rows[b]]
                         yield rows[b[keep]], tile[m[keep]], D[keep]
                         if symmetric:
-                            b, m = below(v, back[None, first - lo:last - lo], flags)
-                            D = sq[c, rows[b]] + own[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                            b, m = below(v, back[None, first:first + width], flags)
+                            D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
                             keep = D < reach[tile[m]]
                             yield tile[m[keep]], rows[b[keep]], D[keep]
 
