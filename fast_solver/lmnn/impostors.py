@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
-from lmnn_sdp.core.hits import below, flag_buffer
+from lmnn_sdp.core.hits import below, float32_tiles
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.principal import float32_above, gram_factors, principal_coordinates
 
@@ -302,23 +302,17 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
         """Pairs (i, l) of ``rows`` x ``cols``, and (l, i) of ``rows`` x ``cols[:n_both]``."""
         if len(rows) == 0 or len(cols) == 0:
             return
-        cols_t = np.ascontiguousarray(cols_aug[cols].T)
         forward = threshold(rows, sq_bound[cols].max())[:, None]
-        width = max(1, min(len(cols), _PANEL_BYTES // (4 * len(cols_t))))
-        block = max(1, _BLOCK_BYTES // (4 * width))
-        gram = np.empty((min(block, len(rows)), width), dtype=np.float32)
-        flags = flag_buffer(gram.size)
-        for start in range(0, len(rows), block):
-            part = rows[start:start + block]
-            back = threshold(cols[:n_both], sq_bound[part].max())[None, :]
-            for first in range(0, len(cols), width):
-                last = min(first + width, len(cols))
-                product = np.matmul(rows_aug[part], cols_t[:, first:last], out=gram[:len(part), :last - first])
-                r, o = below(product, forward[start:start + block], flags)
-                found.append(pairs(part[r], cols[first + o], product[r, o]))
-                if first < n_both:
-                    r, o = below(product[:, :min(last, n_both) - first], back[:, first:last], flags)
-                    found.append(pairs(cols[first + o], part[r], product[r, o]))
+        for start, first, product, flags in float32_tiles(rows_aug[rows], cols_aug[cols], _BLOCK_BYTES,
+                                                          _PANEL_BYTES):
+            part, last = rows[start:start + len(product)], first + product.shape[1]
+            if first == 0:  # a new block of rows
+                back = threshold(cols[:n_both], sq_bound[part].max())[None, :]
+            r, o = below(product, forward[start:start + len(part)], flags)
+            found.append(pairs(part[r], cols[first + o], product[r, o]))
+            if first < n_both:
+                r, o = below(product[:, :min(last, n_both) - first], back[:, first:last], flags)
+                found.append(pairs(cols[first + o], part[r], product[r, o]))
 
     def one_class(c):
         own, other = codes == c, codes != c

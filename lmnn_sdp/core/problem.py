@@ -25,7 +25,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from lmnn_sdp.core import rounding
-from lmnn_sdp.core.hits import below, flag_buffer
+from lmnn_sdp.core.hits import below, float32_tiles
 from lmnn_sdp.core.principal import float32_above, gram_factors, metric_coordinates
 
 BLOCK_BYTES = 8 * 2**20  # memory budget of one block of pairwise distances, which stays in the
@@ -877,28 +877,22 @@ class LMNNProblem:
                 cols = np.flatnonzero((self.label_codes > a if symmetric else self.label_codes != a) & (owner == c))
                 if len(members) == 0 or len(cols) == 0:
                     continue
-                forward = threshold(members, cols)
-                panel = np.ascontiguousarray(cols_aug[cols].T)
-                width = max(1, min(len(cols), PANEL_BYTES // (4 * len(panel))))
-                block = max(1, BLOCK_BYTES // (4 * width))
-                gram = np.empty((min(block, len(members)), width), dtype=np.float32)
-                flags = flag_buffer(gram.size)
-                for start in range(0, len(members), block):
-                    rows = members[start:start + block]
-                    left, factors = Xo[rows] @ cross, rows_aug[rows]
-                    back = threshold(cols, rows) if symmetric else None
-                    for first in range(0, len(cols), width):
-                        tile = cols[first:first + width]
-                        v = np.matmul(factors, panel[:, first:first + width], out=gram[:len(rows), :len(tile)])
-                        b, m = below(v, forward[start:start + block, None], flags)
+                forward = threshold(members, cols)[:, None]
+                for start, first, v, flags in float32_tiles(rows_aug[members], cols_aug[cols], BLOCK_BYTES,
+                                                            PANEL_BYTES):
+                    rows, tile = members[start:start + len(v)], cols[first:first + v.shape[1]]
+                    if first == 0:  # a new block of rows
+                        left = Xo[rows] @ cross
+                        back = threshold(cols, rows)[None, :] if symmetric else None
+                    b, m = below(v, forward[start:start + len(v)], flags)
+                    D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                    keep = D < reach[rows[b]]
+                    yield rows[b[keep]], tile[m[keep]], D[keep]
+                    if symmetric:
+                        b, m = below(v, back[:, first:first + len(tile)], flags)
                         D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
-                        keep = D < reach[rows[b]]
-                        yield rows[b[keep]], tile[m[keep]], D[keep]
-                        if symmetric:
-                            b, m = below(v, back[None, first:first + width], flags)
-                            D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
-                            keep = D < reach[tile[m]]
-                            yield tile[m[keep]], rows[b[keep]], D[keep]
+                        keep = D < reach[tile[m]]
+                        yield tile[m[keep]], rows[b[keep]], D[keep]
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
