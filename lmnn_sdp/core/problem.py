@@ -409,8 +409,8 @@ class LMNNProblem:
         """
         metrics, owner = self.metrics(M, clusters)
         Xo = self._Xc if origin is None else self.X - np.asarray(origin, dtype=float)
-        s, t, rho = rounding.metric_scales(metrics)
-        sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)  # (C, n) each
+        sizes = _rounding_sizes(metrics, Xo)
+        _, _, rho, sigma, tau = sizes
         target_d = self._target_distances(metrics, owner, Xo)
         c, rows = owner[self.targets], np.arange(self.n_samples)[:, None]
         target_err = rounding.distance_rounding(sigma[c, rows], sigma[c, self.targets], tau[c, rows],
@@ -420,12 +420,12 @@ class LMNNProblem:
         hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
         # a triplet (i, j, l) counts, or carries error, only if 1 + D_ij - D_il > -(E_ij + e_il):
         # D_il below the reach of i, with e_il bounded by the largest point sizes
-        sizes = _largest_sizes(sigma, tau, owner)
-        e_max = rounding.distance_rounding(sigma.max(axis=0), sizes[0], tau.max(axis=0), sizes[1], rho)
+        largest = _largest_sizes(sigma, tau, owner)
+        e_max = rounding.distance_rounding(sigma.max(axis=0), largest[0], tau.max(axis=0), largest[1], rho)
         reach = 1.0 + (target_d + hinge_err).max(axis=1) + e_max
         push = push_err = 0.0
         n_terms = 0
-        for i, l, D_il in self._impostor_pairs(metrics, owner, Xo, reach):
+        for i, l, D_il in self._impostor_pairs(metrics, owner, Xo, reach, sizes):
             c = owner[l]
             impostor_err = rounding.distance_rounding(sigma[c, i], sigma[c, l], tau[c, i], tau[c, l], rho)
             h = 1.0 + target_d[i] - D_il[:, None]  # (m, k)
@@ -681,7 +681,8 @@ class LMNNProblem:
         found = [np.empty((0, 3), dtype=np.intp)]
         target_d = self._target_distances(metrics, owner, self._Xc)
         reach = 1.0 + band + target_d.max(axis=1)
-        for i, l, D_il in self._impostor_pairs(metrics, owner, self._Xc, reach):
+        for i, l, D_il in self._impostor_pairs(metrics, owner, self._Xc, reach,
+                                               _rounding_sizes(metrics, self._Xc)):
             m, r = np.nonzero(1.0 + target_d[i] - D_il[:, None] > -band)
             found.append(np.column_stack([i[m], r, l[m]]))
         i, r, l = np.concatenate(found).T
@@ -837,11 +838,12 @@ class LMNNProblem:
         V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
         return quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
 
-    def _impostor_pairs(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray,
-                        reach: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _impostor_pairs(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray, reach: np.ndarray,
+                        sizes: tuple) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Yield ``(i, l, D_il)``, together every pair with ``y_l != y_i`` and computed
         ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
-        ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,).
+        ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,); ``sizes`` are
+        ``_rounding_sizes(metrics, Xo)``.
 
         One metric at a time (its coordinates alone in memory), one class of rows against its
         points of the other classes, in tiles of as many columns as ``PANEL_BYTES`` of factors
@@ -855,8 +857,7 @@ class LMNNProblem:
         summation. With one metric ``D`` is symmetric: a class meets only the classes after
         it, and each product serves both ``(i, l)`` and ``(l, i)``."""
         symmetric = len(metrics) == 1
-        s, t, rho = rounding.metric_scales(metrics)
-        sigma, tau = rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
+        s, _, rho, sigma, tau = sizes
         for c, M in enumerate(metrics):  # one metric's coordinates in memory at a time
             sq, cross = np.einsum("nd,nd->n", Xo @ M, Xo), -2.0 * M  # x^T M_c x; the columns are c's
             coords = metric_coordinates(M, s[c], Xo, sigma[c])
@@ -893,6 +894,13 @@ class LMNNProblem:
                         D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
                         keep = D < reach[tile[m]]
                         yield tile[m[keep]], rows[b[keep]], D[keep]
+
+
+def _rounding_sizes(metrics: np.ndarray, Xo: np.ndarray) -> tuple:
+    """``(s, t, rho, sigma, tau)`` of ``lmnn_sdp.core.rounding`` for ``metrics`` (C, d, d) and the
+    inputs less an origin ``Xo`` (n, d): ``s``, ``t`` (C, d), ``sigma``, ``tau`` (C, n)."""
+    s, t, rho = rounding.metric_scales(metrics)
+    return s, t, rho, rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
 
 
 def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
