@@ -45,7 +45,7 @@ from sklearn.neighbors import BallTree
 
 from lmnn_sdp.core.hits import below, float32_tiles
 from lmnn_sdp.core.machine import available_cores
-from lmnn_sdp.core.principal import float32_above, gram_factors, principal_coordinates
+from lmnn_sdp.core.principal import float32_above, gram_factors, principal_coordinates, unit_scale
 
 BALLTREE_MAX_RANK = 8
 SEARCH_METHODS = ("auto", "blockwise", "balltree")
@@ -272,7 +272,8 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
 
     ``[w_i, 1, |w_i|^2] . [-2 w_l, |w_l|^2, 1] = D_W(i, l) <= D(i, l)`` is one float32 GEMM
     per block (``gram_factors``), ``W`` the principal coordinates of ``Z``
-    (``principal_coordinates``, ``s`` columns). Rounding the factors and the product errs by at
+    (``principal_coordinates``, ``s`` columns), all lengths in the units of ``unit_scale``
+    (float32 holds their squares and products at any scale of ``Z``). Rounding the factors and the product errs by at
     most ``(s + 4) 2^-24 * 2 (|w_i|^2 + |w_l|^2)``; ``slack`` is that with a factor 2 of margin (which covers the float64 rotation to ``W``,
     below ``1e-8 (|z_i - m|^2 + |z_l - m|^2)`` for ``r <= 10^4``; ``|w_i| <= |z_i - m|``)
     and the thresholds are rounded up, so no true pair is lost. The columns left out add
@@ -282,6 +283,8 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
     The distance is symmetric: rows both searched and candidates meet such points of the
     classes after theirs once, for both directions; every other pair is measured one way."""
     W, sq_bound = principal_coordinates(Z)
+    scale = unit_scale(sq_bound)  # a power of 4: distances and radii in units that float32 holds
+    W, sq_bound, radius = W * np.sqrt(scale), sq_bound * scale, radius * scale
     sq = np.einsum("nr,nr->n", W, W)
     tau = np.sqrt(np.maximum(sq_bound - sq, 0.0) + 1e-10 * sq_bound)
     rows_aug, cols_aug = gram_factors(W, sq)

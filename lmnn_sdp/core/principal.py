@@ -73,6 +73,20 @@ def principal_coordinates(Z: np.ndarray, tail: float = SEARCH_TAIL) -> tuple[np.
     return centred @ Q[:, ::-1][:, :s], np.einsum("nr,nr->n", centred, centred)
 
 
+def unit_scale(sq_norms: np.ndarray) -> float:
+    """The power of 4 that brings the largest of ``sq_norms`` (squared lengths, float64) to
+    between 1/4 and 1, 1 when all are zero: coordinates times its square root, a power of 2
+    (exact), have float32 squares and Gram products far inside float32's range.
+
+    Examples
+    --------
+    >>> float(unit_scale(np.array([0.0, 3e40])) * 3e40)
+    0.344...
+    """
+    top = float(sq_norms.max()) if len(sq_norms) else 0.0
+    return float(4.0 ** -np.ceil(np.log2(top) / 2)) if top > 0 else 1.0
+
+
 def gram_factors(W: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float32 factors whose product is ``|w_a - w_b|^2``: rows ``[w_a, 1, |w_a|^2]`` and columns
     ``[-2 w_b, |w_b|^2, 1]``, each (n, h + 2), for ``W`` (n, h) and its ``norms`` (n,). Rounding
@@ -133,6 +147,5 @@ def metric_coordinates(metric: np.ndarray, s: np.ndarray, Xo: np.ndarray, sigma:
     gamma = (d + 4) * EPS / (1.0 - (d + 4) * EPS)
     error = 1.01 * (gamma * b * sigma + (gamma * np.sqrt(max(W.shape[1], 1)) + 2 * EPS) * np.sqrt(centred_sq))
     norms = np.einsum("nh,nh->n", W, W)
-    top = float(norms.max()) if len(norms) else 0.0
-    scale = 4.0 ** -np.ceil(np.log2(top) / 2) if top > 0 else 1.0
-    return MetricCoordinates(W * np.sqrt(scale), norms * scale, error, kappa, float(scale))
+    scale = unit_scale(norms)
+    return MetricCoordinates(W * np.sqrt(scale), norms * scale, error, kappa, scale)

@@ -130,6 +130,21 @@ def test_no_pair_at_the_radius_is_lost_to_single_precision_far_from_the_origin()
     assert len(i) == 60
 
 
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+@pytest.mark.parametrize("scale", [1e-30, 1e30])  # squared distances below / above float32's range
+def test_no_pair_is_lost_at_scales_that_float32_does_not_hold(method, scale):
+    rng = np.random.default_rng(6)
+    Z = rng.normal(size=(60, 12)) * scale
+    codes = np.arange(60) % 3
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    D[codes[:, None] == codes] = np.inf
+    radius = np.sort(D, axis=1)[:, 4] * (1 + 1e-12)  # the five nearest impostors just inside
+    i, l, dist = impostor_pairs(Z, codes, radius, method)
+    np.testing.assert_array_equal(np.column_stack([i, l]), np.argwhere(D < radius[:, None]))
+    assert len(i) == 5 * len(Z)
+    np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
+
+
 def test_no_pair_at_the_radius_is_lost_to_the_left_out_tail(thin_tail_points):
     Z = thin_tail_points(7)
     codes = np.arange(len(Z)) % 4
