@@ -886,14 +886,28 @@ class LMNNProblem:
                         left = Xo[rows] @ cross
                         back = threshold(cols, rows)[None, :] if symmetric else None
                     b, m = below(v, forward[start:start + len(v)], flags)
-                    D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                    D = _gram_distances(sq[rows[b]] + sq[tile[m]], left, b, Xo, tile[m])
                     keep = D < reach[rows[b]]
                     yield rows[b[keep]], tile[m[keep]], D[keep]
                     if symmetric:
                         b, m = below(v, back[:, first:first + len(tile)], flags)
-                        D = sq[rows[b]] + sq[tile[m]] + np.einsum("pd,pd->p", left[b], Xo[tile[m]])
+                        D = _gram_distances(sq[rows[b]] + sq[tile[m]], left, b, Xo, tile[m])
                         keep = D < reach[tile[m]]
                         yield tile[m[keep]], rows[b[keep]], D[keep]
+
+
+def _gram_distances(squares: np.ndarray, left: np.ndarray, b: np.ndarray, Xo: np.ndarray,
+                    m: np.ndarray) -> np.ndarray:
+    """``squares + left[b_p] . Xo[m_p]`` for each pair ``p``: the Gram identity's distances of
+    ``_impostor_pairs``, ``left`` (B, d) the rows' ``-2 x^T M``. In chunks whose gathered rows fit in
+    ``BLOCK_BYTES``: a tile's candidates may be most of its pairs (several metrics early in a
+    solve), and gathered at once they took ``2 d`` times the tile's memory."""
+    chunk = max(1, BLOCK_BYTES // (8 * max(Xo.shape[1], 1)))
+    out = np.empty(len(squares))
+    for start in range(0, len(squares), chunk):
+        part = slice(start, start + chunk)
+        out[part] = squares[part] + np.einsum("pd,pd->p", left[b[part]], Xo[m[part]])
+    return out
 
 
 def _rounding_sizes(metrics: np.ndarray, Xo: np.ndarray) -> tuple:
