@@ -899,9 +899,9 @@ class LMNNProblem:
 def _gram_distances(squares: np.ndarray, left: np.ndarray, b: np.ndarray, Xo: np.ndarray,
                     m: np.ndarray) -> np.ndarray:
     """``squares + left[b_p] . Xo[m_p]`` for each pair ``p``: the Gram identity's distances of
-    ``_impostor_pairs``, ``left`` (B, d) the rows' ``-2 x^T M``. In chunks whose gathered rows fit in
-    ``BLOCK_BYTES``: a tile's candidates may be most of its pairs (several metrics early in a
-    solve), and gathered at once they took ``2 d`` times the tile's memory."""
+    ``_impostor_pairs``, ``left`` (B, d) the rows' ``-2 x^T M``. In chunks whose gathered rows
+    fit in ``BLOCK_BYTES``: a tile's candidates may be most of its pairs (several metrics early
+    in a solve), and all their rows at once would take ``2 d`` times the tile's memory."""
     chunk = max(1, BLOCK_BYTES // (8 * max(Xo.shape[1], 1)))
     out = np.empty(len(squares))
     for start in range(0, len(squares), chunk):
