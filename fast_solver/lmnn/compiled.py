@@ -18,8 +18,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+SUMS = {"reassoc", "contract"}  # sums over coordinates in any order, with fused multiply-adds: SIMD
 
-@njit(parallel=True, cache=True)
+
+@njit(parallel=True, cache=True, fastmath=SUMS)
 def target_distances(Z, targets, clusters):  # pragma: no cover - compiled
     """``|z_i - z_j|^2`` in the coordinates of ``j``'s cluster for every target pair, shape (n, k)."""
     n, k = targets.shape
@@ -37,7 +39,7 @@ def target_distances(Z, targets, clusters):  # pragma: no cover - compiled
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, fastmath=SUMS)
 def pair_distances(Z, clusters, ptr, impostors, out):  # pragma: no cover - compiled
     """``|z_i - z_l|^2`` in the coordinates of ``l``'s cluster for every working-set pair
     ``p`` of point ``i`` (``ptr[i]:ptr[i+1]``, ``l = impostors[p]``), into ``out`` (P,)."""
@@ -154,7 +156,7 @@ def laplacian_rows(indptr, neighbours, weights, X, out):
         return _laplacian_rows(indptr, neighbours, weights, X, out)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, fastmath=SUMS)
 def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
     """``(z_i - z_j).(y_i - y_j) - (z_i - z_l).(y_i - y_l)`` per triplet, shape (m,), the
     first product in the coordinates of ``j``'s cluster, the second in ``l``'s."""
@@ -172,7 +174,7 @@ def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, fastmath=SUMS)
 def ray_coefficients(Z, Y, clusters, targets, ptr, impostors, target_c, pair_c):  # pragma: no cover
     """Distances along ``Z + t Y``: for every target pair ``(i, targets[i, a])`` into
     ``target_c`` (n, k, 3) and every impostor pair ``p`` of the working set into ``pair_c``
