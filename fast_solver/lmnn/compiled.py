@@ -58,9 +58,9 @@ def pair_distances(Z, clusters, ptr, impostors, out):  # pragma: no cover - comp
 
 
 @njit(parallel=True, cache=True)
-def smoothed_hinge(target_d, pair_d, ptr, gamma, mu, shift, target_w, pair_w, transition):  # pragma: no cover
-    """The smoothed hinge of every working-set triplet ``(i, rank, l)``, at ``h + shift[p, rank]``,
-    ``h = 1 + target_d[i, rank] - pair_d[p]``.
+def smoothed_hinge(target_d, pair_d, ptr, gamma, mu, scale, prior, target_w, pair_w, transition):  # pragma: no cover
+    """The smoothed hinge of every working-set triplet ``(i, rank, l)``, at ``h + shift``,
+    ``h = 1 + target_d[i, rank] - pair_d[p]``, ``shift = scale * prior[p, rank]``.
 
     Point ``i`` owns pairs ``ptr[i]:ptr[i+1]``.
     Writes the multipliers ``lambda = mu s'(h + shift)`` summed per target pair into
@@ -88,7 +88,7 @@ def smoothed_hinge(target_d, pair_d, ptr, gamma, mu, shift, target_w, pair_w, tr
                 if h > 0.0:
                     active += 1.0
                     hinge += h
-                e = h + shift[p, a]
+                e = h + scale * prior[p, a]
                 if e <= 0.0:
                     continue
                 if e >= gamma:
@@ -223,19 +223,21 @@ def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, shift, kink):  # pragma: no cover - compiled
+def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, scale, prior, kink, count):  # pragma: no cover
     """Sort the triplets of a ray (``ray_coefficients``) by the pieces of the smoothed hinge
-    their ``h(t) = h_0 + shift + lin(t) beta + q(t) kappa`` meets on ``[0, t_hi]`` (``lin = 2 t``,
-    ``q = t^2`` along ``L + t V``; ``lin = 0``, ``q = t`` along ``M + t V^T V``), from its least
-    and largest value there: at most 0 throughout, the hinge's change is 0; at least
-    ``gamma`` throughout, it is ``h(t) - h_0``, whose ``beta`` and ``kappa`` are summed per point
-    into the returned (n, 2); otherwise ``kink[p, a]`` is set (P, k)."""
+    their ``h(t) = h_0 + lin(t) beta + q(t) kappa`` meets on ``[0, t_hi]`` (``h_0 = 1 + zz_ij -
+    zz_il + scale prior``; ``lin = 2 t``, ``q = t^2`` along ``L + t V``; ``lin = 0``, ``q = t``
+    along ``M + t V^T V``), from its least and largest value there: at most 0 throughout, the
+    hinge's change is 0; at least ``gamma`` throughout, it is ``h(t) - h_0``, whose ``beta`` and
+    ``kappa`` are summed per point into the returned (n, 2); otherwise ``kink[p, a]`` is set
+    (P, k), and ``count`` (n,) counts each point's triplets so set."""
     n, k = target_c.shape[0], target_c.shape[1]
     linear = np.zeros((n, 2))
     for i in prange(n):
+        count[i] = 0
         for p in range(ptr[i], ptr[i + 1]):
             for a in range(k):
-                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + shift[p, a]
+                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + scale * prior[p, a]
                 beta = target_c[i, a, 1] - pair_c[p, 1]
                 kappa = target_c[i, a, 2] - pair_c[p, 2]
                 if quadratic:
@@ -255,7 +257,28 @@ def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, shift, kink):  # p
                     linear[i, 1] += kappa
                     continue
                 kink[p, a] = True
+                count[i] += 1
     return linear
+
+
+@njit(parallel=True, cache=True)
+def kink_terms(target_c, pair_c, ptr, scale, prior, kink, start):  # pragma: no cover - compiled
+    """``h_0``, ``beta`` and ``kappa`` (``ray_pieces``) of the triplets ``kink`` sets, in the
+    order of ``np.nonzero(kink)``, point ``i``'s from ``start[i]`` (the running sum of
+    ``ray_pieces``'s ``count``), each shape (``start[-1]``,)."""
+    n, k = target_c.shape[0], target_c.shape[1]
+    m = start[n]
+    h0, beta, kappa = np.empty(m), np.empty(m), np.empty(m)
+    for i in prange(n):
+        t = start[i]
+        for p in range(ptr[i], ptr[i + 1]):
+            for a in range(k):
+                if kink[p, a]:
+                    h0[t] = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + scale * prior[p, a]
+                    beta[t] = target_c[i, a, 1] - pair_c[p, 1]
+                    kappa[t] = target_c[i, a, 2] - pair_c[p, 2]
+                    t += 1
+    return h0, beta, kappa
 
 
 @njit(parallel=True, cache=True)

@@ -246,8 +246,8 @@ class SmoothedObjective:
         ``self.pair_d``)."""
         self.n_evaluations += 1
         with compiled.threads_for(self.transition.size):
-            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._shift(gamma),
-                                          self.target_w, self.pair_w, self.transition)
+            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._scale(gamma),
+                                          self.prior, self.target_w, self.pair_w, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
@@ -383,7 +383,7 @@ class SmoothedObjective:
         is summed term by term (``compiled.kink_change``), so decreases far below the
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
-        shift = self._shift(ev.gamma)
+        scale = self._scale(ev.gamma)
         Y = self._direction(self.graphs, V, self.X)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
@@ -391,18 +391,16 @@ class SmoothedObjective:
                                  target_c, pair_c)
         self._ray = None if metric else (V, Y, target_c, pair_c)
         pull = target_c[:, :, 1].sum(), target_c[:, :, 2].sum()
-        kink = np.empty((len(self.ws), k), dtype=bool)
+        kink, count = np.empty((len(self.ws), k), dtype=bool), np.empty(n, np.intp)
         work = (len(self.ws) + n) * k
         reach = [-1.0, None]  # t_hi, and the pieces on [0, t_hi]
 
         def pieces(t_hi: float) -> tuple:
             with compiled.threads_for(work):
                 linear = compiled.ray_pieces(target_c, pair_c, self.ws.ptr, t_hi, not metric, ev.gamma,
-                                             shift, kink).sum(axis=0)
-            pair, rank = np.nonzero(kink)
-            owner = self.ws.owner[pair]
-            return (linear, 1.0 + target_c[owner, rank, 0] - pair_c[pair, 0] + shift[pair, rank],
-                    target_c[owner, rank, 1] - pair_c[pair, 1], target_c[owner, rank, 2] - pair_c[pair, 2])
+                                             scale, self.prior, kink, count).sum(axis=0)
+                start = np.concatenate([[0], np.cumsum(count)])
+                return (linear, *compiled.kink_terms(target_c, pair_c, self.ws.ptr, scale, self.prior, kink, start))
 
         def change(t: float) -> float:
             t = float(t)
@@ -427,8 +425,8 @@ class SmoothedObjective:
         impostors[p])`` at the last evaluated point."""
         ev = self.current
         hinge = 1.0 + self.target_d[self.ws.owner] - self.pair_d[:, None]  # (P, k), as evaluated
-        return self.mu * np.clip((hinge + self._shift(ev.gamma)) / ev.gamma, 0.0, 1.0)
+        return self.mu * np.clip((hinge + self._scale(ev.gamma) * self.prior) / ev.gamma, 0.0, 1.0)
 
-    def _shift(self, gamma: float) -> np.ndarray:
-        """``gamma prior / mu`` (P, k): where each hinge is evaluated (module docstring)."""
-        return gamma / self.mu * self.prior if self.mu > 0 else np.zeros_like(self.prior)
+    def _scale(self, gamma: float) -> float:
+        """``gamma / mu``: each hinge is evaluated at ``h + gamma prior / mu`` (module docstring)."""
+        return gamma / self.mu if self.mu > 0 else 0.0

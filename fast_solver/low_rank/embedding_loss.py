@@ -67,7 +67,7 @@ class EmbeddingLoss:
         self.pair_w = np.empty(len(working_set))
         self.pair_d = np.empty(len(working_set))
         self.transition = np.zeros((len(working_set), k), dtype=bool)
-        self.shift = np.zeros((len(working_set), k))
+        self.prior = np.zeros((len(working_set), k))  # no multipliers: every hinge unshifted
 
     def evaluate(self, Z: np.ndarray, width: float) -> EmbeddingEvaluation:
         """``F_width``, eq. 14 and ``dF/dZ`` on the working set at ``Z`` (n, r)."""
@@ -77,7 +77,7 @@ class EmbeddingLoss:
         with compiled.threads_for(len(self.ws) * Z.shape[1]):
             compiled.pair_distances(Z3, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
         with compiled.threads_for(self.transition.size):
-            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, float(width), self.mu, self.shift,
+            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, float(width), self.mu, 0.0, self.prior,
                                           self.target_w, self.pair_w, self.transition)
         smooth, hinge, _, _, active, _ = sums.sum(axis=0)
         pull = float(target_d.sum())
