@@ -25,7 +25,9 @@ Solvers, every fit in a fresh spawned process (``common.in_fresh_process``):
 
 Every fit gets ``--budget`` seconds of wall-clock time counted from the start of its process
 (interpreter start-up and loading the cell's arrays, a few seconds, included); a process
-still running then is killed and its row says so.
+still running then is killed and its row says so. Before the first fit of ours, a small solve
+in a fresh process fills numba's cache (``common.compile_solver``), so that no fit's seconds
+include compiling the solver's loops.
 
 The record ``docs/results/high-d-grid.md`` and ``.csv`` (``--record NAME`` names it,
 ``--no-record`` skips it) has one row per cell, solver and target, rewritten after every
@@ -112,7 +114,8 @@ import numpy as np
 
 from lmnn_sdp.core.machine import available_cores
 from validation import peers, records
-from validation.benchmarks.common import ProcessTimeout, growth_exponent, in_fresh_process, knn_error
+from validation.benchmarks.common import (ProcessTimeout, compile_solver, growth_exponent, in_fresh_process,
+                                          knn_error)
 from validation.records import Recorder, add_record_option, code_version, module_command, read_record, write_text_atomic
 
 MODULE = "validation.benchmarks.high_d_grid"
@@ -241,6 +244,8 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     rows: list[dict] = []
     solvers = sorted(solvers, key=SOLVERS.index)
     kept = kept or {}
+    if "fast" in solvers:
+        compile_solver()
     with tempfile.TemporaryDirectory(prefix="high-d-grid-") as folder:
         for n in ns:
             for d in ds:
