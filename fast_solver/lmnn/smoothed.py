@@ -55,6 +55,12 @@ PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
 RAY_REACH = 4.0  # a ray sorts its triplets by the hinge's pieces on [0, RAY_REACH t] (``ray``)
 
 
+def compact_index(size: int) -> type:
+    """The integer type of positions into arrays of ``size`` elements (and of nodes, fewer):
+    4 bytes while they fit (the graphs' index arrays are their largest at 60,000 points)."""
+    return np.int32 if size < 2**31 else np.intp
+
+
 class PairGraph:
     """Pairs ``(a_p, b_p)`` on ``n`` nodes as a symmetric CSR graph (both directions) over the
     nodes they touch (``nodes``; all ``n`` when most are), so a graph of few pairs costs
@@ -67,10 +73,11 @@ class PairGraph:
         if self.nodes is not None:  # relabel the ends to 0..len(nodes)-1
             ends = np.searchsorted(self.nodes, ends)
             n = len(self.nodes)
-        self.order = np.argsort(ends, kind="stable")
+        index = compact_index(len(ends))
+        self.order = np.argsort(ends, kind="stable").astype(index)
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))]).astype(np.intp)
         half = len(a)
-        self.neighbours = np.ascontiguousarray(np.concatenate([ends[half:], ends[:half]])[self.order])
+        self.neighbours = np.concatenate([ends[half:], ends[:half]])[self.order].astype(index)
         self.n_pairs = half
 
     def rows(self, X: np.ndarray) -> np.ndarray:
@@ -105,8 +112,9 @@ class ClusterGraphs:
         if len(X) == 1:
             groups = [(slice(None), PairGraph(a, b, n))]
         else:
-            which = clusters[b]
-            groups = [(m, PairGraph(a[m], b[m], n)) for m in (np.flatnonzero(which == c) for c in range(len(X)))]
+            which, index = clusters[b], compact_index(len(b))
+            groups = [(m, PairGraph(a[m], b[m], n))
+                      for m in (np.flatnonzero(which == c).astype(index) for c in range(len(X)))]
         self.groups = [(m, graph, graph.rows(Xc)) for (m, graph), Xc in zip(groups, X)]
 
     def scatter(self, weights: np.ndarray) -> np.ndarray:
@@ -262,9 +270,10 @@ class SmoothedObjective:
 
     def release(self) -> None:
         """Free the arrays of the points and pairs (``Z`` and the scratch of the directions,
-        (C, n, r) each; the graphs' rows): an objective that a renewed working set replaces
-        no longer holds them while the search runs. Only ``ws`` and ``prior`` stay."""
+        (C, n, r) each; the graphs' rows; ``prior``): an objective that a renewed working set
+        replaces no longer holds them while the search runs. Only ``ws`` stays."""
         self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self.current = self._ray = None
+        self.prior = None
         self._directions = {}
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
@@ -405,6 +414,7 @@ class SmoothedObjective:
         def change(t: float) -> float:
             t = float(t)
             if t > reach[0]:
+                reach[1] = None  # the last reach's arrays go before the next's are formed
                 reach[:] = RAY_REACH * t, pieces(RAY_REACH * t)
             (lin_beta, lin_kappa), h0, beta, kappa = reach[1]
             lin, q = (0.0, t) if metric else (2.0 * t, t * t)
