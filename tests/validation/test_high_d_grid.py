@@ -16,7 +16,10 @@ def run(tmp_path, monkeypatch, *options) -> tuple[list[dict], list[dict]]:
     """The command on synthetic data with ``options``, recorded as ``demo`` in ``tmp_path``:
     its rows and its growth rows, as read back from the CSV files."""
     monkeypatch.setattr(records, "RESULTS", tmp_path)
+    compiled = []  # ``compile_solver`` spawns a process and solves (seconds): counted, not run
+    monkeypatch.setattr(grid, "compile_solver", lambda: compiled.append(True))
     assert grid.main(["--data", "synthetic", "--record", "demo", *options]) == 0
+    assert len(compiled) == ("fast" in options or "--solvers" not in options)  # once when we fit
     return (records.read_record(tmp_path / "demo.csv")[1], records.read_record(tmp_path / "demo-growth.csv")[1])
 
 
