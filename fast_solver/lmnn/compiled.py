@@ -5,7 +5,9 @@ distance to point ``b`` is measured in its cluster's, ``|Z[c(b), a] - Z[c(b), b]
 (eq. 16; LMNN is ``C = 1``).
 
 Each kernel walks one point's rows at a time, so threads never write the same
-output row; none allocates more than its outputs. ``fast_solver.lmnn.smoothed`` wraps
+output row; none allocates more than its outputs. Sums over coordinates may add in any
+order (``SUMS``), so they run in SIMD lanes (measured: docs/design/fast-lmnn-solver.md,
+"Preconditioned conjugate gradients"). ``fast_solver.lmnn.smoothed`` wraps
 them; the formulas they compute are written out there and tested against
 brute-force numpy in ``tests/fast_solver/test_smoothed.py``.
 """
@@ -18,7 +20,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-SUMS = {"reassoc", "contract"}  # sums over coordinates in any order, with fused multiply-adds: SIMD
+SUMS = {"reassoc", "contract"}  # numba fastmath flags: reassociation and fused multiply-adds only
 
 
 @njit(parallel=True, cache=True, fastmath=SUMS)

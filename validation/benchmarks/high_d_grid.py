@@ -114,8 +114,7 @@ import numpy as np
 
 from lmnn_sdp.core.machine import available_cores
 from validation import peers, records
-from validation.benchmarks.common import (ProcessTimeout, compile_solver, growth_exponent, in_fresh_process,
-                                          knn_error)
+from validation.benchmarks.common import ProcessTimeout, compile_solver, growth_exponent, in_fresh_process, knn_error
 from validation.records import Recorder, add_record_option, code_version, module_command, read_record, write_text_atomic
 
 MODULE = "validation.benchmarks.high_d_grid"
