@@ -224,6 +224,13 @@ def _huber_change(h, dh, gamma):  # pragma: no cover - compiled
     return _huber(e, gamma) - _huber(h, gamma)
 
 
+@njit(cache=True)
+def _ray_terms(target_c, pair_c, i, p, a, scale, prior):  # pragma: no cover - compiled
+    """``h_0``, ``beta``, ``kappa`` of triplet ``(i, a, p)`` along a ray (``ray_pieces``)."""
+    return (1.0 + target_c[i, a, 0] - pair_c[p, 0] + scale * prior[p, a], target_c[i, a, 1] - pair_c[p, 1],
+            target_c[i, a, 2] - pair_c[p, 2])
+
+
 @njit(parallel=True, cache=True)
 def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, scale, prior, kink, count):  # pragma: no cover
     """Sort the triplets of a ray (``ray_coefficients``) by the pieces of the smoothed hinge
@@ -239,9 +246,7 @@ def ray_pieces(target_c, pair_c, ptr, t_hi, quadratic, gamma, scale, prior, kink
         count[i] = 0
         for p in range(ptr[i], ptr[i + 1]):
             for a in range(k):
-                h0 = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + scale * prior[p, a]
-                beta = target_c[i, a, 1] - pair_c[p, 1]
-                kappa = target_c[i, a, 2] - pair_c[p, 2]
+                h0, beta, kappa = _ray_terms(target_c, pair_c, i, p, a, scale, prior)
                 if quadratic:
                     end = h0 + 2.0 * t_hi * beta + t_hi * t_hi * kappa
                     low, high = min(h0, end), max(h0, end)
@@ -276,9 +281,7 @@ def kink_terms(target_c, pair_c, ptr, scale, prior, kink, start):  # pragma: no 
         for p in range(ptr[i], ptr[i + 1]):
             for a in range(k):
                 if kink[p, a]:
-                    h0[t] = 1.0 + target_c[i, a, 0] - pair_c[p, 0] + scale * prior[p, a]
-                    beta[t] = target_c[i, a, 1] - pair_c[p, 1]
-                    kappa[t] = target_c[i, a, 2] - pair_c[p, 2]
+                    h0[t], beta[t], kappa[t] = _ray_terms(target_c, pair_c, i, p, a, scale, prior)
                     t += 1
     return h0, beta, kappa
 

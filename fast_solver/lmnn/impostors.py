@@ -276,7 +276,8 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
     (float32 holds their squares and products at any scale of ``Z``). Rounding the factors and
     the product errs by at most ``(s + 4) 2^-24 * 2 (|w_i|^2 + |w_l|^2)``; ``slack`` is that
     with a factor 2 of margin (which covers the float64 rotation to ``W``, below
-    ``1e-8 (|z_i - m|^2 + |z_l - m|^2)`` for ``r <= 10^4``; ``|w_i| <= |z_i - m|``) and the thresholds are rounded up, so no true pair is lost. The columns left out add
+    ``1e-8 (|z_i - m|^2 + |z_l - m|^2)`` for ``r <= 10^4``; ``|w_i| <= |z_i - m|``) and the
+    thresholds are rounded up, so no true pair is lost. The columns left out add
     ``|t_i - t_l|^2 <= (tau_i + tau_l)^2`` to a distance, ``tau_i^2 = |z_i - m|^2 - |w_i|^2``
     (plus ``1e-10 |z_i - m|^2`` for its rounding), so a candidate whose float32 distance plus
     slack plus that is below the radius is a pair; the caller re-measures the others exactly.
