@@ -77,8 +77,8 @@ def cluster(tmp_path, scheduler_env):
         _start(started, tmp_path, "scheduler", [dask, "scheduler", "--host", "127.0.0.1", "--port", "0",
                                                 "--no-dashboard", "--scheduler-file", str(scheduler_file)],
                scheduler_env)
-        _wait(lambda: scheduler_file.exists(), "the scheduler file", started)
-        started.address = json.loads(scheduler_file.read_text())["address"]
+        _wait(lambda: _scheduler_address(scheduler_file), "the scheduler file's address", started)
+        started.address = _scheduler_address(scheduler_file)
         for number in (1, 2):
             _start(started, tmp_path, f"worker{number}",
                    [dask, "worker", started.address, "--nthreads", "1", "--no-dashboard",
@@ -105,6 +105,15 @@ def _start(cluster: Cluster, folder: Path, name: str, command: list[str], extra:
     with open(log, "wb") as out:
         cluster.processes.append(subprocess.Popen(command, cwd=folder, env=env, stdout=out,
                                                   stderr=subprocess.STDOUT, start_new_session=True))
+
+
+def _scheduler_address(path: Path) -> str | None:
+    """The address in the scheduler file, or None while it is missing or still being written
+    (the scheduler creates the file before it writes it)."""
+    try:
+        return json.loads(path.read_text())["address"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
 
 
 def _wait(condition, what: str, cluster: Cluster, timeout: float = TIMEOUT) -> None:
