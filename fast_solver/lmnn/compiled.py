@@ -131,6 +131,41 @@ def _laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - 
     return out
 
 
+@njit(parallel=True, cache=True, fastmath=SUMS)
+def map_stacked_rows(rows, nodes, n, V, out):  # pragma: no cover - compiled
+    """``out[u] = rows[g] V[u // n]^T`` for every ``u = nodes[g]``: the rows (N, r) of the
+    stacked coordinates (C n, r) at the nodes ``nodes`` (N,), each by its cluster's ``V``
+    (C, s, r), into ``out`` (C n, s); the other rows of ``out`` stay."""
+    s = V.shape[1]
+    r = rows.shape[1]
+    for g in prange(len(nodes)):
+        u = nodes[g]
+        c = u // n
+        for a in range(s):
+            acc = 0.0
+            for q in range(r):
+                acc += rows[g, q] * V[c, a, q]
+            out[u, a] = acc
+    return out
+
+
+@njit(parallel=True, cache=True, fastmath=SUMS)
+def block_cross(X, Y, starts, out):  # pragma: no cover - compiled
+    """``out[b] = X[starts[b]:starts[b+1]]^T Y[starts[b]:starts[b+1]]`` for ``X`` (N, r),
+    ``Y`` (N, s) and every block ``b``, into ``out`` (B, r, s); blocks may be empty."""
+    r, s = X.shape[1], Y.shape[1]
+    for b in prange(len(starts) - 1):
+        for p in range(r):
+            for q in range(s):
+                out[b, p, q] = 0.0
+        for g in range(starts[b], starts[b + 1]):
+            for p in range(r):
+                x = X[g, p]
+                for q in range(s):
+                    out[b, p, q] += x * Y[g, q]
+    return out
+
+
 PARALLEL_WORK = 1 << 16  # edges x coordinates below which starting threads costs more than it saves
 
 

@@ -52,6 +52,8 @@ from lmnn_sdp.core.whitening import ClusterWhitening
 
 PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
 PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
+COMPILED_COORDINATES = 32  # up to this many coordinates a cluster, compiled loops beat per-cluster BLAS calls
+CROSS_BLOCK = 2048  # rows a block of ``compiled.block_cross``
 RAY_REACH = 4.0  # a ray sorts its triplets by the hinge's pieces on [0, RAY_REACH t] (``ray``)
 
 
@@ -87,39 +89,71 @@ class PairGraph:
     def laplacian(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``Lap_w X`` at the graph's nodes (``rows``): at node ``u``, ``sum_p w_p (x_u - x_v)``
         over the pairs ``p`` joining ``u`` and ``v``; ``X`` (n, r), weights (P,)."""
-        return self._laplacian(weights, self.rows(X))
+        return self.node_laplacian(weights, self.rows(X))
 
     def scatter(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``sum_p w_p (x_a - x_b)(x_a - x_b)^T`` of shape (r, r) for ``X`` (n, r)."""
-        return self.scatter_rows(weights, self.rows(X))
-
-    def scatter_rows(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``scatter`` from the rows of ``X`` at the graph's nodes (``rows(X)``, formed once)."""
-        S = cross_product(rows, self._laplacian(weights, rows))
+        rows = self.rows(X)
+        S = cross_product(rows, self.node_laplacian(weights, rows))
         return (S + S.T) / 2
 
-    def _laplacian(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def node_laplacian(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``laplacian`` from the rows of ``X`` at the graph's nodes (``rows(X)``, formed once)."""
         edge_w = np.concatenate([weights, weights])[self.order]
         return compiled.laplacian_rows(self.indptr, self.neighbours, edge_w, rows, np.empty_like(rows))
 
 
 class ClusterGraphs:
-    """Pairs ``(a_p, b_p)`` grouped by the cluster of ``b_p``: one ``PairGraph`` each, with
-    the rows of its cluster's coordinates ``X[c]`` (C, n, r) at its nodes, gathered once."""
+    """Pairs ``(a_p, b_p)`` in the cluster of ``b_p``, as one ``PairGraph`` on the stacked
+    coordinates ``X`` (C, n, r) -> (C n, r), node ``c n + u`` being point ``u`` in cluster
+    ``c``; ``rows`` are the stacked rows at the graph's nodes, gathered once, and cluster ``c``
+    holds ``rows[bounds[c]:bounds[c + 1]]``."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, clusters: np.ndarray, X: np.ndarray):
-        n = X.shape[1]
-        if len(X) == 1:
-            groups = [(slice(None), PairGraph(a, b, n))]
-        else:
-            which, index = clusters[b], compact_index(len(b))
-            groups = [(m, PairGraph(a[m], b[m], n))
-                      for m in (np.flatnonzero(which == c).astype(index) for c in range(len(X)))]
-        self.groups = [(m, graph, graph.rows(Xc)) for (m, graph), Xc in zip(groups, X)]
+        C, n, r = X.shape
+        offset = clusters[b].astype(np.intp) * n if C > 1 else 0
+        self.graph = PairGraph(a + offset, b + offset, C * n)
+        self.n = n
+        self.rows = self.graph.rows(X.reshape(C * n, r))
+        first = np.arange(C + 1) * n
+        self.bounds = first if self.graph.nodes is None else np.searchsorted(self.graph.nodes, first)
+        sizes = np.diff(self.bounds)  # ``blocks``: each cluster's rows in pieces for ``block_cross``
+        pieces = [np.linspace(lo, hi, max(1, -(-size // CROSS_BLOCK)) + 1)[:-1].astype(np.intp)
+                  for lo, hi, size in zip(self.bounds, self.bounds[1:], sizes)]
+        self.blocks = np.append(np.concatenate(pieces), self.bounds[-1])
+        self.first_block = np.cumsum([0] + [len(piece) for piece in pieces[:-1]])
+
+    @property
+    def nodes(self) -> np.ndarray | None:
+        """The stacked nodes ``c n + u`` (N,) the pairs touch, None for all ``C n``."""
+        return self.graph.nodes
 
     def scatter(self, weights: np.ndarray) -> np.ndarray:
         """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]``; (C, r, r)."""
-        return np.stack([graph.scatter_rows(weights[m], rows) for m, graph, rows in self.groups])
+        lap = self.graph.node_laplacian(weights, self.rows)
+        if self.rows.shape[1] <= COMPILED_COORDINATES:
+            r = lap.shape[1]
+            cross = compiled.block_cross(self.rows, lap, self.blocks, np.empty((len(self.blocks) - 1, r, r), lap.dtype))
+            S = np.add.reduceat(cross, self.first_block)
+        else:
+            S = np.stack([cross_product(self.rows[lo:hi], lap[lo:hi]) for lo, hi in zip(self.bounds, self.bounds[1:])])
+        return (S + S.transpose(0, 2, 1)) / 2
+
+    def map(self, V: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``X[c] V[c]^T`` into ``out`` (C, n, s) for ``V`` (C, s, r) at the graph's nodes, the
+        only rows its pairs read, the others left as they were; all rows when ``nodes`` is None."""
+        if self.nodes is None:
+            return map_clusters(self.rows.reshape(len(V), self.n, -1), V, out)
+        flat = out.reshape(-1, out.shape[2])
+        if self.rows.shape[1] <= COMPILED_COORDINATES:
+            with compiled.threads_for(len(self.nodes) * V.shape[1] * V.shape[2]):
+                compiled.map_stacked_rows(self.rows, self.nodes, self.n, V, flat)
+            return out
+        for c, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:])):
+            def fill(start: int, stop: int, c=c, lo=lo) -> None:
+                flat[self.nodes[lo + start:lo + stop]] = self.rows[lo + start:lo + stop] @ V[c].T
+            in_chunks(hi - lo, fill)
+        return out
 
 
 @dataclass
@@ -153,28 +187,6 @@ class WorkingSet:
         """Triplets ``(i, j, l)`` (T, 3) of pair indices ``pair`` and target ranks ``rank``."""
         i = self.owner[pair]
         return np.column_stack([i, targets[i, rank], self.impostors[pair]]).astype(np.intp)
-
-
-def _map_at_nodes(X: np.ndarray, graphs: ClusterGraphs, V: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``X[c] V[c]^T`` into ``out`` (C, n, s) for ``X`` (C, n, r), ``V`` (C, s, r); with several
-    clusters only at the nodes of cluster ``c``'s graph in ``graphs``, the only rows that its
-    pairs read (a pair lands in the cluster of its second point), the others left as they were."""
-    if len(V) == 1:
-        return map_clusters(X, V, out)
-    for c, (_, graph, rows) in enumerate(graphs.groups):
-        _map_rows(rows, V[c], out[c], graph.nodes)
-    return out
-
-
-def _map_rows(rows: np.ndarray, V: np.ndarray, out: np.ndarray, nodes: np.ndarray | None) -> None:
-    """``rows V^T`` into the rows ``nodes`` of ``out`` (all rows when None), chunk by chunk on
-    the search threads (``in_chunks``)."""
-    def fill(start: int, stop: int) -> None:
-        if nodes is None:
-            np.matmul(rows[start:stop], V.T, out=out[start:stop])
-        else:
-            out[nodes[start:stop]] = rows[start:stop] @ V.T
-    in_chunks(len(rows), fill)
 
 
 @dataclass
@@ -230,7 +242,7 @@ class SmoothedObjective:
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
         """``F_gamma``, its gradient and multipliers at ``L`` (C, r, r); keeps the state for
         ``hessian_product`` and ``multipliers``."""
-        Z = _map_at_nodes(self.X, self.graphs, L, np.empty((len(L), self.X.shape[1], L.shape[1])))
+        Z = self.graphs.map(L, np.empty((len(L), self.X.shape[1], L.shape[1])))
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
         compiled.pair_distances(Z, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
         return self._settle(L, gamma, Z, target_d)
@@ -242,9 +254,12 @@ class SmoothedObjective:
         V, Y, target_c, pair_c = self._ray
         ev = self.current
         Z = self.Z
-        for c, (_, graph, _) in enumerate(self.graphs.groups):  # the rows that ``Z`` and ``Y`` hold
-            at = slice(None) if graph.nodes is None else graph.nodes
-            Z[c, at] += t * Y[c, at]
+        nodes = self.graphs.nodes  # the rows that ``Z`` and ``Y`` hold
+        if nodes is None:
+            Z += t * Y
+        else:
+            Z_rows, Y_rows = Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2])
+            Z_rows[nodes] += t * Y_rows[nodes]
         target_d = target_c[:, :, 0] + t * (2.0 * target_c[:, :, 1] + t * target_c[:, :, 2])
         np.add(pair_c[:, 0], t * (2.0 * pair_c[:, 1] + t * pair_c[:, 2]), out=self.pair_d)
         return self._settle(ev.L + t * V, ev.gamma, Z, target_d)
@@ -287,7 +302,7 @@ class SmoothedObjective:
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
-        Y = self._direction(self._transition_graph, V.astype(np.float32), self._inputs32())
+        Y = self._direction(self._transition_graph, V.astype(np.float32))
         c = compiled.triplet_products(self.Z, Y, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]).astype(np.float32))
@@ -370,13 +385,14 @@ class SmoothedObjective:
                            - 2.0 * (beta * beta_).T @ (alpha * alpha_))
         return (4.0 * self.mu / ev.gamma * weight) * out
 
-    def _direction(self, graphs: ClusterGraphs, V: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``_map_at_nodes``) in the dtype of
-        ``X`` and ``V``, in one scratch array per dtype that every call reuses (a fresh one costs
-        its page faults each time); the caller consumes it before the next call."""
-        if X.dtype not in self._directions:
-            self._directions[X.dtype] = np.empty(self.Z.shape, X.dtype)
-        return _map_at_nodes(X, graphs, V, self._directions[X.dtype])
+    def _direction(self, graphs: ClusterGraphs, V: np.ndarray) -> np.ndarray:
+        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``ClusterGraphs.map``) in the
+        dtype of their rows and ``V``, in one scratch array per dtype that every call reuses (a
+        fresh one costs its page faults each time); the caller consumes it before the next call."""
+        dtype = graphs.rows.dtype
+        if dtype not in self._directions:
+            self._directions[dtype] = np.empty(self.Z.shape, dtype)
+        return graphs.map(V, self._directions[dtype])
 
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
@@ -393,7 +409,7 @@ class SmoothedObjective:
         rounding of ``F_gamma`` itself are seen."""
         ev = self.current
         scale = self._scale(ev.gamma)
-        Y = self._direction(self.graphs, V, self.X)
+        Y = self._direction(self.graphs, V)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,

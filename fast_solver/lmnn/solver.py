@@ -106,9 +106,10 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 RETRY_BELOW = 0.5  # after a failed proof, the stages aim at this fraction of its estimated gap
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 8  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+ITERATIONS = 9  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
-# Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order), in its fingerprint
+# Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
+# products of the stacked cluster graphs at up to 32 coordinates), in its fingerprint
 
 
 def solve(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from fast_solver.lmnn.smoothed import ClusterGraphs, PairGraph, SmoothedObjective, WorkingSet, _map_at_nodes
+from fast_solver.lmnn.smoothed import ClusterGraphs, PairGraph, SmoothedObjective, WorkingSet
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import whiten_clusters
 
@@ -144,8 +144,8 @@ def test_advance_along_a_ray_is_the_evaluation_there(setting, few_pairs):
         keep = np.linspace(0, len(objective.ws) - 1, 6).astype(np.intp)
         objective = SmoothedObjective(whitening, problem.targets, problem.mu, WorkingSet.from_pairs(
             objective.ws.owner[keep], objective.ws.impostors[keep], problem.n_samples))
-        partial = [graph.nodes is not None for _, graph, _ in objective.graphs.groups]
-        assert all(partial) == np.array_equal(clusters, problem.label_codes)  # class metrics: one class each
+        partial = objective.graphs.nodes is not None  # the stacked graph touches under half its nodes
+        assert partial == np.array_equal(clusters, problem.label_codes)  # class metrics: one class each
     rng = np.random.default_rng(4)
     V, W = rng.normal(size=(2, *L.shape))
     for t in (0.3, 1e-3, 2.0):
@@ -278,7 +278,7 @@ def test_class_metrics_on_few_pairs_read_only_their_graphs_nodes():
     L, V = rng.normal(size=(2, 5, whitening.rank, whitening.rank))
     gamma = 2.0
     ev = objective.evaluate(L, gamma)
-    assert all(graph.nodes is not None for _, graph, _ in objective.graphs.groups)
+    assert objective.graphs.nodes is not None
     assert 0 < ev.n_transition
     ws = objective.ws
     t = ws.triplets(problem.targets, np.repeat(np.arange(len(ws)), k), np.tile(np.arange(k), len(ws)))
@@ -302,20 +302,27 @@ def test_class_metrics_on_few_pairs_read_only_their_graphs_nodes():
         V = rng.normal(size=V.shape)
 
 
-def test_class_metrics_on_many_points_map_their_nodes_chunk_by_chunk():
-    """``X[c] V_c^T`` at each cluster's graph nodes (all points for cluster 0, a fifth for
-    cluster 1), formed in chunks on threads, equals the direct product there and leaves the
-    other rows as they were."""
+@pytest.mark.parametrize("r", [3, 40])  # compiled loops, and BLAS per cluster (``COMPILED_COORDINATES``)
+def test_cluster_graphs_map_and_scatter_at_their_nodes(r):
+    """``X[c] V_c^T`` at the stacked graph's nodes (most points of cluster 0, a fifth of cluster
+    1, in several chunks and blocks) equals the direct product there and leaves the other rows as
+    they were; the scatter is the sum of each cluster's weighted outer products."""
     rng = np.random.default_rng(0)
-    n, r = 30_000, 3
+    n = 30_000
     X, V = rng.normal(size=(2, n, r)), rng.normal(size=(2, r, r))
-    a = rng.integers(0, n, 34_000)
-    b = np.concatenate([rng.integers(3_000, n, 30_000), rng.integers(0, 3_000, 4_000)])
+    a = rng.integers(0, n, 20_000)
+    b = np.concatenate([rng.integers(3_000, n, 16_000), rng.integers(0, 3_000, 4_000)])
     clusters = (np.arange(n) < 3_000).astype(np.intp)  # a pair lands in its second point's cluster
     graphs = ClusterGraphs(a, b, clusters, X)
-    nodes = [graph.nodes for _, graph, _ in graphs.groups]
-    assert nodes[0] is None and 5_000 < len(nodes[1]) < n / 2
-    out = _map_at_nodes(X, graphs, V, np.full((2, n, r), np.nan))
-    np.testing.assert_allclose(out[0], X[0] @ V[0].T, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out[1, nodes[1]], X[1, nodes[1]] @ V[1].T, rtol=1e-12, atol=1e-12)
-    assert np.isnan(np.delete(out[1], nodes[1], axis=0)).all()
+    assert graphs.nodes is not None and len(graphs.blocks) > 4
+    nodes = [graphs.nodes[lo:hi] - c * n for c, (lo, hi) in enumerate(zip(graphs.bounds, graphs.bounds[1:]))]
+    assert n / 2 < len(nodes[0]) < n and 5_000 < len(nodes[1]) < n / 2
+    out = graphs.map(V, np.full((2, n, r), np.nan))
+    for c in range(2):
+        np.testing.assert_allclose(out[c, nodes[c]], X[c, nodes[c]] @ V[c].T, rtol=1e-12, atol=1e-12)
+        assert np.isnan(np.delete(out[c], nodes[c], axis=0)).all()
+    w = rng.normal(size=len(a))
+    for c, S in enumerate(graphs.scatter(w)):
+        m = clusters[b] == c
+        D = X[c, a[m]] - X[c, b[m]]
+        np.testing.assert_allclose(S, (D * w[m, None]).T @ D, rtol=1e-10, atol=1e-10 * np.abs(S).max())
