@@ -34,3 +34,19 @@ def test_a_process_past_its_timeout_is_killed_and_says_so():
 def test_a_timeout_must_be_positive(timeout):
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         in_fresh_process(math.sqrt, 4.0, timeout=timeout)
+
+
+def test_the_warm_up_solve_runs_every_compiled_loop_of_the_stacked_graphs(monkeypatch):
+    """``compile_solver``'s small solves reach the compiled maps of the stacked cluster graphs
+    in both precisions (float64 in the line searches, float32 in the Hessian products) and the
+    blockwise cross products, so a letters fit after a change to them compiles nothing."""
+    from fast_solver.lmnn import compiled
+    from validation.benchmarks import common
+
+    seen = set()
+    for name in ("map_stacked_rows", "block_cross"):
+        kernel = getattr(compiled, name)
+        monkeypatch.setattr(compiled, name, lambda *args, kernel=kernel, name=name: (
+            seen.add((name, args[0].dtype.name)), kernel(*args))[1])
+    common._small_solve()
+    assert seen == {(name, dtype) for name in ("map_stacked_rows", "block_cross") for dtype in ("float32", "float64")}

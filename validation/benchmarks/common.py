@@ -113,15 +113,18 @@ def compile_solver() -> None:
 
 
 def _small_solve() -> None:
-    """A certified solve and one with class metrics, on 300 generated points in 6 features."""
-    from sklearn.datasets import make_classification
+    """A certified solve on 300 generated points in 6 features, and one with class metrics on
+    400 points in 8 classes (each metric's pairs then touch few of the stacked coordinates, as
+    on letters, so the loops over those run too)."""
+    from sklearn.datasets import make_blobs, make_classification
 
     from fast_solver import solve
     from lmnn_sdp import LMNNProblem
 
     X, y = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
+    solve(LMNNProblem(X, y, k=3, mu=0.5), tol=1e-6)
+    X, y = make_blobs(400, 6, centers=8, cluster_std=5.0, random_state=0)
     problem = LMNNProblem(X, y, k=3, mu=0.5)
-    solve(problem, tol=1e-6)
     solve(problem, clusters=problem.label_codes, tol=1e-4)
 
 
