@@ -132,20 +132,22 @@ def _laplacian_rows(indptr, neighbours, weights, X, out):  # pragma: no cover - 
 
 
 @njit(parallel=True, cache=True, fastmath=SUMS)
-def map_stacked_rows(rows, nodes, n, V, out):  # pragma: no cover - compiled
-    """``out[u] = rows[g] V[u // n]^T`` for every ``u = nodes[g]``: the rows (N, r) of the
-    stacked coordinates (C n, r) at the nodes ``nodes`` (N,), each by its cluster's ``V``
-    (C, s, r), into ``out`` (C n, s); the other rows of ``out`` stay."""
+def map_stacked_rows(rows, nodes, n, V, out, compact):  # pragma: no cover - compiled
+    """``rows[g] V[u // n]^T`` for the rows (N, r) of the stacked coordinates (C n, r) at the
+    nodes ``u = nodes[g]`` (N,), each by its cluster's ``V`` (C, s, r): into ``out[g]`` of
+    ``out`` (N, s) when ``compact``, else into ``out[u]`` of ``out`` (C n, s), whose other
+    rows stay."""
     s = V.shape[1]
     r = rows.shape[1]
     for g in prange(len(nodes)):
         u = nodes[g]
         c = u // n
+        at = np.intp(g) if compact else np.intp(u)
         for a in range(s):
             acc = 0.0
             for q in range(r):
                 acc += rows[g, q] * V[c, a, q]
-            out[u, a] = acc
+            out[at, a] = acc
     return out
 
 
@@ -194,19 +196,22 @@ def laplacian_rows(indptr, neighbours, weights, X, out):
 
 
 @njit(parallel=True, cache=True, fastmath=SUMS)
-def triplet_products(Z, Y, clusters, i, j, l):  # pragma: no cover - compiled
+def triplet_products(Z, Y, position, clusters, i, j, l):  # pragma: no cover - compiled
     """``(z_i - z_j).(y_i - y_j) - (z_i - z_l).(y_i - y_l)`` per triplet, shape (m,), the
-    first product in the coordinates of ``j``'s cluster, the second in ``l``'s."""
+    first product in the coordinates of ``j``'s cluster, the second in ``l``'s; ``Z`` (C, n, r),
+    and ``Y`` (N, r) holds point ``u`` of cluster ``c`` in row ``position[c n + u]``."""
     m = len(i)
-    r = Z.shape[2]
+    n, r = Z.shape[1], Z.shape[2]
     out = np.empty(m)
     for t in prange(m):
         a, b, c_ = i[t], j[t], l[t]
         gb, gl = clusters[b], clusters[c_]
+        ya, yb = position[gb * n + a], position[gb * n + b]
+        yla, yl = position[gl * n + a], position[gl * n + c_]
         s = 0.0
         for c in range(r):
-            s += ((Z[gb, a, c] - Z[gb, b, c]) * (Y[gb, a, c] - Y[gb, b, c])
-                  - (Z[gl, a, c] - Z[gl, c_, c]) * (Y[gl, a, c] - Y[gl, c_, c]))
+            s += ((Z[gb, a, c] - Z[gb, b, c]) * (Y[ya, c] - Y[yb, c])
+                  - (Z[gl, a, c] - Z[gl, c_, c]) * (Y[yla, c] - Y[yl, c]))
         out[t] = s
     return out
 

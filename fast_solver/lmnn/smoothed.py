@@ -52,7 +52,7 @@ from lmnn_sdp.core.whitening import ClusterWhitening
 
 PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
 PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
-COMPILED_COORDINATES = 32  # up to this many coordinates a cluster, compiled loops beat per-cluster BLAS calls
+COMPILED_COORDINATES = 32  # with several clusters of up to this many coordinates, compiled loops beat BLAS
 CROSS_BLOCK = 2048  # rows a block of ``compiled.block_cross``
 RAY_REACH = 4.0  # a ray sorts its triplets by the hinge's pieces on [0, RAY_REACH t] (``ray``)
 
@@ -114,6 +114,7 @@ class ClusterGraphs:
         offset = clusters[b].astype(np.intp) * n if C > 1 else 0
         self.graph = PairGraph(a + offset, b + offset, C * n)
         self.n = n
+        self.compiled = C > 1 and r <= COMPILED_COORDINATES  # else BLAS, one call per cluster
         self.rows = self.graph.rows(X.reshape(C * n, r))
         first = np.arange(C + 1) * n
         self.bounds = first if self.graph.nodes is None else np.searchsorted(self.graph.nodes, first)
@@ -122,6 +123,7 @@ class ClusterGraphs:
                   for lo, hi, size in zip(self.bounds, self.bounds[1:], sizes)]
         self.blocks = np.append(np.concatenate(pieces), self.bounds[-1])
         self.first_block = np.cumsum([0] + [len(piece) for piece in pieces[:-1]])
+        self._position = None
 
     @property
     def nodes(self) -> np.ndarray | None:
@@ -131,7 +133,7 @@ class ClusterGraphs:
     def scatter(self, weights: np.ndarray) -> np.ndarray:
         """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]``; (C, r, r)."""
         lap = self.graph.node_laplacian(weights, self.rows)
-        if self.rows.shape[1] <= COMPILED_COORDINATES:
+        if self.compiled:
             r = lap.shape[1]
             cross = compiled.block_cross(self.rows, lap, self.blocks, np.empty((len(self.blocks) - 1, r, r), lap.dtype))
             S = np.add.reduceat(cross, self.first_block)
@@ -139,19 +141,38 @@ class ClusterGraphs:
             S = np.stack([cross_product(self.rows[lo:hi], lap[lo:hi]) for lo, hi in zip(self.bounds, self.bounds[1:])])
         return (S + S.transpose(0, 2, 1)) / 2
 
-    def map(self, V: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``X[c] V[c]^T`` into ``out`` (C, n, s) for ``V`` (C, s, r) at the graph's nodes, the
-        only rows its pairs read, the others left as they were; all rows when ``nodes`` is None."""
+    @property
+    def position(self) -> np.ndarray:
+        """The row of ``rows`` (and of a compact ``map``) that holds node ``c n + u``, (C n,);
+        -1 where the graph has no node. Formed at the first call."""
+        if self._position is None:
+            size = (len(self.bounds) - 1) * self.n
+            index = compact_index(size)
+            if self.nodes is None:
+                self._position = np.arange(size, dtype=index)
+            else:
+                self._position = np.full(size, -1, dtype=index)
+                self._position[self.nodes] = np.arange(len(self.nodes), dtype=index)
+        return self._position
+
+    def map(self, V: np.ndarray, out: np.ndarray, compact: bool = False) -> np.ndarray:
+        """``X[c] V[c]^T`` for ``V`` (C, s, r) at the graph's nodes, the only rows its pairs read:
+        with ``compact``, into ``out`` (N, s) in the order of ``rows`` (``position`` finds a
+        node's row); else into the rows ``c n + u`` of ``out`` (C, n, s), the others left as
+        they were. With every node (``nodes`` None) the two layouts agree."""
+        C, s = V.shape[:2]
         if self.nodes is None:
-            return map_clusters(self.rows.reshape(len(V), self.n, -1), V, out)
-        flat = out.reshape(-1, out.shape[2])
-        if self.rows.shape[1] <= COMPILED_COORDINATES:
-            with compiled.threads_for(len(self.nodes) * V.shape[1] * V.shape[2]):
-                compiled.map_stacked_rows(self.rows, self.nodes, self.n, V, flat)
+            map_clusters(self.rows.reshape(C, self.n, -1), V, out.reshape(C, self.n, s))
+            return out
+        flat = out.reshape(-1, s)
+        if self.compiled:
+            with compiled.threads_for(len(self.nodes) * s * V.shape[2]):
+                compiled.map_stacked_rows(self.rows, self.nodes, self.n, V, flat, compact)
             return out
         for c, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:])):
             def fill(start: int, stop: int, c=c, lo=lo) -> None:
-                flat[self.nodes[lo + start:lo + stop]] = self.rows[lo + start:lo + stop] @ V[c].T
+                at = slice(lo + start, lo + stop)
+                flat[at if compact else self.nodes[at]] = self.rows[at] @ V[c].T
             in_chunks(hi - lo, fill)
         return out
 
@@ -236,7 +257,7 @@ class SmoothedObjective:
         self.current: Evaluation | None = None
         self._transition_graph = self._ray = None  # ``_ray``: the last ray's direction and polynomials
         self._X32 = None  # the inputs in float32, for the Hessian products (``hessian_product``)
-        self._directions = {}  # (C, n, r) scratch of ``_direction`` by dtype, reused by every call
+        self._directions = {}  # scratch of ``_direction`` by dtype, reused by every call
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
@@ -302,8 +323,9 @@ class SmoothedObjective:
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
-        Y = self._direction(self._transition_graph, V.astype(np.float32))
-        c = compiled.triplet_products(self.Z, Y, self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        graph = self._transition_graph
+        Y = self._direction(graph, V.astype(np.float32), compact=True)
+        c = compiled.triplet_products(self.Z, Y, graph.position, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
         S = self._transition_graph.scatter(np.concatenate([w, -w]).astype(np.float32))
         return out + 2.0 * np.matmul(ev.L, S.astype(np.float64))
@@ -385,14 +407,17 @@ class SmoothedObjective:
                            - 2.0 * (beta * beta_).T @ (alpha * alpha_))
         return (4.0 * self.mu / ev.gamma * weight) * out
 
-    def _direction(self, graphs: ClusterGraphs, V: np.ndarray) -> np.ndarray:
-        """``X[c] V[c]^T`` (C, n, r) at the nodes of ``graphs`` (``ClusterGraphs.map``) in the
-        dtype of their rows and ``V``, in one scratch array per dtype that every call reuses (a
-        fresh one costs its page faults each time); the caller consumes it before the next call."""
-        dtype = graphs.rows.dtype
-        if dtype not in self._directions:
-            self._directions[dtype] = np.empty(self.Z.shape, dtype)
-        return graphs.map(V, self._directions[dtype])
+    def _direction(self, graphs: ClusterGraphs, V: np.ndarray, compact: bool = False) -> np.ndarray:
+        """``X[c] V[c]^T`` at the nodes of ``graphs`` (``ClusterGraphs.map``; (N, r) with
+        ``compact``, else (C, n, r)) in the dtype of their rows and ``V``, in one scratch buffer
+        per dtype that every call reuses (a fresh one costs its page faults each time); the
+        caller consumes it before the next call of that dtype."""
+        dtype, r = graphs.rows.dtype, V.shape[1]
+        shape = (len(graphs.rows), r) if compact else self.Z.shape
+        size = int(np.prod(shape))
+        if dtype not in self._directions or len(self._directions[dtype]) < size:
+            self._directions[dtype] = np.empty(size, dtype)
+        return graphs.map(V, self._directions[dtype][:size].reshape(shape), compact)
 
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point

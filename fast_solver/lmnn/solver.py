@@ -109,7 +109,7 @@ SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an
 ITERATIONS = 9  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
-# products of the stacked cluster graphs at up to 32 coordinates), in its fingerprint
+# products of the stacked graphs of several clusters at up to 32 coordinates), in its fingerprint
 
 
 def solve(

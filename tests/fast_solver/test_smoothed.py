@@ -302,25 +302,33 @@ def test_class_metrics_on_few_pairs_read_only_their_graphs_nodes():
         V = rng.normal(size=V.shape)
 
 
-@pytest.mark.parametrize("r", [3, 40])  # compiled loops, and BLAS per cluster (``COMPILED_COORDINATES``)
-def test_cluster_graphs_map_and_scatter_at_their_nodes(r):
-    """``X[c] V_c^T`` at the stacked graph's nodes (most points of cluster 0, a fifth of cluster
-    1, in several chunks and blocks) equals the direct product there and leaves the other rows as
-    they were; the scatter is the sum of each cluster's weighted outer products."""
+@pytest.mark.parametrize("C, r", [(2, 3), (2, 40), (1, 3)])  # compiled loops; BLAS per cluster (many
+def test_cluster_graphs_map_and_scatter_at_their_nodes(C, r):  # coordinates, or one cluster)
+    """``X[c] V_c^T`` at the stacked graph's nodes (in several chunks and blocks), into the
+    stacked layout (the other rows left as they were) or the compact one (row ``position[c n +
+    u]``), equals the direct product; the scatter is the sum of each cluster's weighted outer
+    products."""
     rng = np.random.default_rng(0)
     n = 30_000
-    X, V = rng.normal(size=(2, n, r)), rng.normal(size=(2, r, r))
+    X, V = rng.normal(size=(C, n, r)), rng.normal(size=(C, r, r))
     a = rng.integers(0, n, 20_000)
-    b = np.concatenate([rng.integers(3_000, n, 16_000), rng.integers(0, 3_000, 4_000)])
-    clusters = (np.arange(n) < 3_000).astype(np.intp)  # a pair lands in its second point's cluster
+    if C == 2:  # most points of cluster 0, a fifth of cluster 1
+        b = np.concatenate([rng.integers(3_000, n, 16_000), rng.integers(0, 3_000, 4_000)])
+        clusters = (np.arange(n) < 3_000).astype(np.intp)  # a pair lands in its second point's cluster
+    else:
+        a, b, clusters = a[:4_000], rng.integers(0, n, 4_000), np.zeros(n, dtype=np.intp)
     graphs = ClusterGraphs(a, b, clusters, X)
-    assert graphs.nodes is not None and len(graphs.blocks) > 4
+    assert graphs.nodes is not None and len(graphs.blocks) > 3 and graphs.compiled == (C == 2 and r == 3)
     nodes = [graphs.nodes[lo:hi] - c * n for c, (lo, hi) in enumerate(zip(graphs.bounds, graphs.bounds[1:]))]
-    assert n / 2 < len(nodes[0]) < n and 5_000 < len(nodes[1]) < n / 2
-    out = graphs.map(V, np.full((2, n, r), np.nan))
-    for c in range(2):
-        np.testing.assert_allclose(out[c, nodes[c]], X[c, nodes[c]] @ V[c].T, rtol=1e-12, atol=1e-12)
+    assert C == 1 or (n / 2 < len(nodes[0]) < n and 5_000 < len(nodes[1]) < n / 2)
+    out = graphs.map(V, np.full((C, n, r), np.nan))
+    compact = graphs.map(V, np.full((len(graphs.nodes), r), np.nan), compact=True)
+    assert (graphs.position[np.setdiff1d(np.arange(C * n), graphs.nodes)] == -1).all()
+    for c in range(C):
+        expected = X[c, nodes[c]] @ V[c].T
+        np.testing.assert_allclose(out[c, nodes[c]], expected, rtol=1e-12, atol=1e-12)
         assert np.isnan(np.delete(out[c], nodes[c], axis=0)).all()
+        np.testing.assert_allclose(compact[graphs.position[c * n + nodes[c]]], expected, rtol=1e-12, atol=1e-12)
     w = rng.normal(size=len(a))
     for c, S in enumerate(graphs.scatter(w)):
         m = clusters[b] == c
