@@ -12,14 +12,15 @@ from validation.benchmarks import high_d_grid as grid
 pytestmark = pytest.mark.filterwarnings("ignore:scipy.optimize. The .disp. and .iprint.:DeprecationWarning")
 
 
-def run(tmp_path, monkeypatch, *options) -> tuple[list[dict], list[dict]]:
+def run(tmp_path, monkeypatch, *options, fits: bool = True) -> tuple[list[dict], list[dict]]:
     """The command on synthetic data with ``options``, recorded as ``demo`` in ``tmp_path``:
-    its rows and its growth rows, as read back from the CSV files."""
+    its rows and its growth rows, as read back from the CSV files; ``fits``: whether any cell
+    is measured (else every one is kept by ``--resume``)."""
     monkeypatch.setattr(records, "RESULTS", tmp_path)
     compiled = []  # ``compile_solver`` spawns a process and solves (seconds): counted, not run
     monkeypatch.setattr(grid, "compile_solver", lambda: compiled.append(True))
     assert grid.main(["--data", "synthetic", "--record", "demo", *options]) == 0
-    assert len(compiled) == ("fast" in options or "--solvers" not in options)  # once when we fit
+    assert len(compiled) == (fits and ("fast" in options or "--solvers" not in options))  # once when we fit
     return (records.read_record(tmp_path / "demo.csv")[1], records.read_record(tmp_path / "demo-growth.csv")[1])
 
 
@@ -226,6 +227,8 @@ def test_resume_keeps_the_complete_cells_and_measures_the_others_whole(tmp_path,
     assert [row["seconds"] for row in again[3:]] != [row["seconds"] for row in first[3:]]
     assert all(row["commit"] and row["commit"] == first[0]["commit"] for row in again)
     assert len(growth) == 2
+    kept, _ = run(tmp_path, monkeypatch, *options, "--resume", fits=False)  # nothing left to measure
+    assert kept == again
 
 
 def test_resume_needs_a_record(capsys):

@@ -243,7 +243,7 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     rows: list[dict] = []
     solvers = sorted(solvers, key=SOLVERS.index)
     kept = kept or {}
-    if "fast" in solvers:
+    if "fast" in solvers and any((n, d) not in kept for n in ns for d in ds):
         compile_solver()
     with tempfile.TemporaryDirectory(prefix="high-d-grid-") as folder:
         for n in ns:
