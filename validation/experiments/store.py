@@ -102,12 +102,31 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._write_ahead_log()
         with self._transaction():
             for statement in _SCHEMA.split(";"):
                 self._db.execute(statement)
             if "run" not in {r["name"] for r in self._db.execute("PRAGMA table_info(results)")}:
                 self._db.execute("ALTER TABLE results ADD COLUMN run TEXT")  # a store of before claims
+
+    def _write_ahead_log(self) -> None:
+        """Put the store in WAL mode (a property of the file: once set, only read). Converting
+        needs the file to itself, and SQLite refuses it as "database is locked" at once rather
+        than through the connection's busy timeout (two runs starting on one new store); so it
+        is tried again until ``BUSY_SECONDS`` have passed."""
+        deadline = time.monotonic() + BUSY_SECONDS
+        while True:
+            try:
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                    return
+                if self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                raise sqlite3.OperationalError(f"{self.path} could not be put in WAL mode in {BUSY_SECONDS:g} s")
+            time.sleep(0.05)
 
     def __enter__(self) -> ResultStore:
         return self

@@ -102,6 +102,47 @@ def test_the_store_is_a_write_ahead_log_and_a_store_of_before_claims_gains_its_r
         assert store.rows()[0]["run"] == "run-1"
 
 
+def test_a_conversion_to_the_write_ahead_log_refused_as_locked_is_tried_again(tmp_path, monkeypatch):
+    """SQLite refuses ``journal_mode = WAL`` as "database is locked" at once, without its busy
+    timeout, while another process converts the same new file (two runs starting on one
+    store); the store tries again. Here the first three attempts are refused."""
+    import sqlite3
+
+    from validation.experiments import store as module
+
+    refusals, connect = [3], sqlite3.connect
+
+    class Refusing:  # a connection whose first conversions are refused
+        def __init__(self, *args, **kwargs):
+            self.db = connect(*args, **kwargs)
+
+        def execute(self, statement, *args):
+            if statement == "PRAGMA journal_mode = WAL" and refusals[0]:
+                refusals[0] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.db.execute(statement, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+        def __setattr__(self, name, value):
+            if name == "db":
+                object.__setattr__(self, name, value)
+            else:
+                setattr(self.db, name, value)
+
+    monkeypatch.setattr(module.sqlite3, "connect", Refusing)
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        store.record(row(0))
+        assert len(store.rows()) == 1
+    assert refusals == [0]
+    monkeypatch.setattr(module, "BUSY_SECONDS", 0.2)
+    refusals[0] = 10**6  # never converted: the store says so after BUSY_SECONDS
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        ResultStore(tmp_path / "other.sqlite")
+
+
 def test_a_task_claimed_by_a_live_run_is_left_to_it_until_it_records_the_row(tmp_path):
     with ResultStore(tmp_path / "r.sqlite") as first, ResultStore(tmp_path / "r.sqlite") as second:
         a, b = first.start_run(), second.start_run()
