@@ -327,7 +327,7 @@ class SmoothedObjective:
         Y = self._direction(graph, V.astype(np.float32), compact=True)
         c = compiled.triplet_products(self.Z, Y, graph.position, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
-        S = self._transition_graph.scatter(np.concatenate([w, -w]).astype(np.float32))
+        S = graph.scatter(np.concatenate([w, -w]).astype(np.float32))
         return out + 2.0 * np.matmul(ev.L, S.astype(np.float64))
 
     def _transition_triplets(self) -> np.ndarray:
