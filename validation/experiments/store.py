@@ -125,7 +125,8 @@ class ResultStore:
                 if "locked" not in str(error) or time.monotonic() > deadline:
                     raise
             if time.monotonic() > deadline:
-                raise sqlite3.OperationalError(f"{self.path} could not be put in WAL mode in {BUSY_SECONDS:g} s")
+                raise sqlite3.OperationalError(f"{self.path} could not be put in WAL mode in {BUSY_SECONDS:g} s; the "
+                                               "store needs a local file system: give --results a local folder")
             time.sleep(0.05)
 
     def __enter__(self) -> ResultStore:

@@ -110,13 +110,15 @@ def test_a_conversion_to_the_write_ahead_log_refused_as_locked_is_tried_again(tm
 
     from validation.experiments import store as module
 
-    refusals, connect = [3], sqlite3.connect
+    refusals, connect, silent = [3], sqlite3.connect, [False]
 
     class Refusing:  # a connection whose first conversions are refused
         def __init__(self, *args, **kwargs):
             self.db = connect(*args, **kwargs)
 
         def execute(self, statement, *args):
+            if statement == "PRAGMA journal_mode = WAL" and silent[0]:  # as where WAL cannot be
+                return self.db.execute("PRAGMA journal_mode")
             if statement == "PRAGMA journal_mode = WAL" and refusals[0]:
                 refusals[0] -= 1
                 raise sqlite3.OperationalError("database is locked")
@@ -141,6 +143,9 @@ def test_a_conversion_to_the_write_ahead_log_refused_as_locked_is_tried_again(tm
     refusals[0] = 10**6  # never converted: the store says so after BUSY_SECONDS
     with pytest.raises(sqlite3.OperationalError, match="database is locked"):
         ResultStore(tmp_path / "other.sqlite")
+    silent[0] = True  # the mode stays as it was without an error: named, with the fix
+    with pytest.raises(sqlite3.OperationalError, match="could not be put in WAL mode.*local folder"):
+        ResultStore(tmp_path / "third.sqlite")
 
 
 def test_a_task_claimed_by_a_live_run_is_left_to_it_until_it_records_the_row(tmp_path):
