@@ -175,8 +175,7 @@ PARALLEL_WORK = 1 << 16  # edges x coordinates below which starting threads cost
 def threads_for(work: int):
     """The compiled loops called inside run on one thread when ``work`` (loop iterations
     times coordinates) is below ``PARALLEL_WORK`` (numba's thread count is per calling
-    thread). On a loaded 2-core machine, waking the OpenMP threads cost 26 ms a call of
-    ``target_distances`` on 178 points, against 4 us on one thread."""
+    thread). Measured: docs/design/fast-lmnn-solver.md, "Threads for small graphs"."""
     if work >= PARALLEL_WORK:
         yield
         return

@@ -118,11 +118,11 @@ class ClusterGraphs:
         self.rows = self.graph.rows(X.reshape(C * n, r))
         first = np.arange(C + 1) * n
         self.bounds = first if self.graph.nodes is None else np.searchsorted(self.graph.nodes, first)
-        sizes = np.diff(self.bounds)  # ``blocks``: each cluster's rows in pieces for ``block_cross``
-        pieces = [np.linspace(lo, hi, max(1, -(-size // CROSS_BLOCK)) + 1)[:-1].astype(np.intp)
-                  for lo, hi, size in zip(self.bounds, self.bounds[1:], sizes)]
-        self.blocks = np.append(np.concatenate(pieces), self.bounds[-1])
-        self.first_block = np.cumsum([0] + [len(piece) for piece in pieces[:-1]])
+        if self.compiled:  # each cluster's rows in blocks for ``block_cross``, its first block
+            pieces = [np.linspace(lo, hi, max(1, -(-(hi - lo) // CROSS_BLOCK)) + 1)[:-1].astype(np.intp)
+                      for lo, hi in zip(self.bounds, self.bounds[1:])]
+            self.blocks = np.append(np.concatenate(pieces), self.bounds[-1])
+            self.first_block = np.cumsum([0] + [len(piece) for piece in pieces[:-1]])
         self._position = None
 
     @property
