@@ -23,11 +23,13 @@ Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
-cone. In ``L`` the gradient is ``2 L G``, and the Hessian applied to a direction
-``V`` (r, r) is ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L>
-(C_ij - C_il)`` over the triplets in transition (``0 < lambda_t < mu``).
+cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.solver._narrowed``). In ``L``
+the gradient is ``2 L G``, and the Hessian applied to a direction ``V`` (p, r) is
+``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L> (C_ij - C_il)`` over
+the triplets in transition (``0 < lambda_t < mu``), with ``L S = (X^T Lap Z)^T`` formed from
+``Z = X L^T``: ``O(p r)`` per point, never ``O(r^2)``.
 
-With one metric per cluster (sec. 5.2, eq. 16) ``L`` is (C, r, r), each ``L_c`` acting
+With one metric per cluster (sec. 5.2, eq. 16) ``L`` is (C, p, r), each ``L_c`` acting
 on cluster ``c``'s whitened coordinates, the distance to point ``b`` is measured by
 ``M_{c(b)}``, and each term above lands in the cluster of its second point:
 ``G_c = (1-mu) P_c + sum_t lambda_t (C_ij [c(j)=c] - C_il [c(l)=c])``, gradient
@@ -132,14 +134,22 @@ class ClusterGraphs:
 
     def scatter(self, weights: np.ndarray) -> np.ndarray:
         """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(x_a - x_b)^T`` in ``X[c]``; (C, r, r)."""
-        lap = self.graph.node_laplacian(weights, self.rows)
-        if self.compiled:
-            r = lap.shape[1]
-            cross = compiled.block_cross(self.rows, lap, self.blocks, np.empty((len(self.blocks) - 1, r, r), lap.dtype))
-            S = np.add.reduceat(cross, self.first_block)
-        else:
-            S = np.stack([cross_product(self.rows[lo:hi], lap[lo:hi]) for lo, hi in zip(self.bounds, self.bounds[1:])])
+        S = self.cross(weights, self.rows)
         return (S + S.transpose(0, 2, 1)) / 2
+
+    def cross(self, weights: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """``sum_{p: c(b_p)=c} w_p (x_a - x_b)(z_a - z_b)^T`` (C, r, s) for rows ``right`` (N, s)
+        of ``Z`` at the graph's nodes, in the order of ``rows`` (``gather``): ``X_c^T Lap_w Z_c``."""
+        lap = self.graph.node_laplacian(weights, right)
+        if self.compiled:
+            cross = compiled.block_cross(self.rows, lap, self.blocks,
+                                         np.empty((len(self.blocks) - 1, self.rows.shape[1], lap.shape[1]), lap.dtype))
+            return np.add.reduceat(cross, self.first_block)
+        return np.stack([cross_product(self.rows[lo:hi], lap[lo:hi]) for lo, hi in zip(self.bounds, self.bounds[1:])])
+
+    def gather(self, Z: np.ndarray) -> np.ndarray:
+        """The rows of ``Z`` (C, n, s) at the graph's nodes, in the order of ``rows``; (N, s)."""
+        return self.graph.rows(Z.reshape(-1, Z.shape[2]))
 
     @property
     def position(self) -> np.ndarray:
@@ -212,7 +222,7 @@ class WorkingSet:
 
 @dataclass
 class Evaluation:
-    """``F_gamma`` and what comes with it at one ``L`` (C, r, r)."""
+    """``F_gamma`` and what comes with it at one ``L`` (C, p, r)."""
 
     L: np.ndarray
     gamma: float
@@ -223,7 +233,7 @@ class Evaluation:
     n_active: int
     n_transition: int
     dual_matrix: np.ndarray  # G (C, r, r)
-    gradient: np.ndarray  # 2 L G (C, r, r)
+    gradient: np.ndarray  # 2 L G (C, p, r)
 
 
 class SmoothedObjective:
@@ -261,7 +271,7 @@ class SmoothedObjective:
         self.n_evaluations = self.n_hessian_products = 0
 
     def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
-        """``F_gamma``, its gradient and multipliers at ``L`` (C, r, r); keeps the state for
+        """``F_gamma``, its gradient and multipliers at ``L`` (C, p, r); keeps the state for
         ``hessian_product`` and ``multipliers``."""
         Z = self.graphs.map(L, np.empty((len(L), self.X.shape[1], L.shape[1])))
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
@@ -306,14 +316,15 @@ class SmoothedObjective:
 
     def release(self) -> None:
         """Free the arrays of the points and pairs (``Z`` and the scratch of the directions,
-        (C, n, r) each; the graphs' rows; ``prior``): an objective that a renewed working set
+        (C, n, p) each; the graphs' rows; ``prior``): an objective that a renewed working set
         replaces no longer holds them while the search runs. Only ``ws`` stays."""
-        self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self.current = self._ray = None
+        self.Z = self.target_d = self._X32 = self.graphs = self._transition_graph = self._transition_Z = None
+        self.current = self._ray = None
         self.prior = None
         self._directions = {}
 
     def hessian_product(self, V: np.ndarray) -> np.ndarray:
-        """``2 V G + 2 L S(V)`` (C, r, r) at the last evaluated point (module docstring), ``S(V)``
+        """``2 V G + 2 L S(V)`` (C, p, r) at the last evaluated point (module docstring), ``S(V)``
         from float32 inputs: conjugate gradients need the product only to their forcing
         tolerance, far above float32's rounding; values, gradients and ``G`` stay float64.
         Measured: docs/design/fast-lmnn-solver.md, "Preconditioned conjugate gradients"."""
@@ -327,8 +338,8 @@ class SmoothedObjective:
         Y = self._direction(graph, V.astype(np.float32), compact=True)
         c = compiled.triplet_products(self.Z, Y, graph.position, self.clusters, t[:, 0], t[:, 1], t[:, 2])
         w = (2.0 * self.mu / ev.gamma) * c
-        S = graph.scatter(np.concatenate([w, -w]).astype(np.float32))
-        return out + 2.0 * np.matmul(ev.L, S.astype(np.float64))
+        LS = graph.cross(np.concatenate([w, -w]).astype(np.float32), self._transition_Z)  # (L S)^T = X^T Lap Z
+        return out + 2.0 * LS.transpose(0, 2, 1).astype(np.float64)
 
     def _transition_triplets(self) -> np.ndarray:
         """The triplets (T, 3) in transition at the last evaluated point, with their graphs."""
@@ -339,6 +350,7 @@ class SmoothedObjective:
             self._transition_graph = ClusterGraphs(np.concatenate([t[:, 0], t[:, 0]]),
                                                    np.concatenate([t[:, 1], t[:, 2]]),
                                                    self.clusters, self._inputs32())
+            self._transition_Z = self._transition_graph.gather(self.Z).astype(np.float32)
         return self._transition
 
     def _inputs32(self) -> np.ndarray:
@@ -361,7 +373,7 @@ class SmoothedObjective:
         Returns
         -------
         callable
-            ``apply(R)``, ``P^-1 R`` for ``R`` of shape (C, r, r).
+            ``apply(R)``, ``P^-1 R`` for ``R`` of shape (C, p, r).
         """
         ev = self.current
         bases = [(np.linalg.eigh(L @ L.T)[1], *np.linalg.eigh(G)[::-1]) for L, G in zip(ev.L, ev.dual_matrix)]
@@ -379,11 +391,10 @@ class SmoothedObjective:
         return apply
 
     def _hinge_curvature(self, bases) -> np.ndarray:
-        """``4 (mu / gamma) sum_t (u_a^T L_c C_t^c q_b)^2`` (C, r, r) of ``preconditioner``,
+        """``4 (mu / gamma) sum_t (u_a^T L_c C_t^c q_b)^2`` (C, p, r) of ``preconditioner``,
         ``C_t^c`` the part of ``C_t`` in cluster ``c``."""
         ev = self.current
-        C, _, r = ev.L.shape
-        out = np.zeros((C, r, r))
+        out = np.zeros(ev.L.shape)
         if ev.n_transition == 0:
             return out
         t = self._transition_triplets()
@@ -408,12 +419,12 @@ class SmoothedObjective:
         return (4.0 * self.mu / ev.gamma * weight) * out
 
     def _direction(self, graphs: ClusterGraphs, V: np.ndarray, compact: bool = False) -> np.ndarray:
-        """``X[c] V[c]^T`` at the nodes of ``graphs`` (``ClusterGraphs.map``; (N, r) with
-        ``compact``, else (C, n, r)) in the dtype of their rows and ``V``, in one scratch buffer
+        """``X[c] V[c]^T`` for ``V`` (C, p, r) at the nodes of ``graphs`` (``ClusterGraphs.map``;
+        (N, p) with ``compact``, else (C, n, p) like ``Z``) in the dtype of their rows and ``V``, in one scratch buffer
         per dtype that every call reuses (a fresh one costs its page faults each time); the
         caller consumes it before the next call of that dtype."""
-        dtype, r = graphs.rows.dtype, V.shape[1]
-        shape = (len(graphs.rows), r) if compact else self.Z.shape
+        dtype, p = graphs.rows.dtype, V.shape[1]
+        shape = (len(graphs.rows), p) if compact else self.Z.shape
         size = int(np.prod(shape))
         if dtype not in self._directions or len(self._directions[dtype]) < size:
             self._directions[dtype] = np.empty(size, dtype)
@@ -422,7 +433,7 @@ class SmoothedObjective:
     def ray(self, V: np.ndarray, *, metric: bool = False):
         """``t -> F_gamma(t) - F_gamma(0)`` on this working set from the last evaluated point
         ``L`` (at its ``gamma``) along ``L + t V`` or, with ``metric``, along
-        ``M_c + t V_c^T V_c`` (``M = L^T L``); ``V`` (C, r, r), clusters with ``V_c = 0`` stay.
+        ``M_c + t V_c^T V_c`` (``M = L^T L``); ``V`` (C, p, r) like ``L``, clusters with ``V_c = 0`` stay.
 
         Every distance is a polynomial in ``t`` (``zz + 2 t zy + t^2 yy``, or ``zz + t yy``
         along the metric), so its coefficients are formed once and no ``t`` needs a matrix

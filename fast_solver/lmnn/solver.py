@@ -5,7 +5,7 @@ every size"); size only picks block sizes and threads. It solves eq. 14 and,
 with ``clusters``, multi-metric LMNN (sec. 5.2, eq. 16: one metric per cluster,
 the distance to a point measured by its cluster's metric); LMNN is the case of
 one cluster, so both run the same code, every step below applied per cluster
-(``L`` is (C, r, r); the estimate that steers the stages scales all multipliers by
+(``L`` is (C, p, r); the estimate that steers the stages scales all multipliers by
 the smallest of the clusters' scales into the dual cone, the certificate each
 cluster's impostor multipliers by its own).
 
@@ -31,6 +31,10 @@ cluster's impostor multipliers by its own).
    a negative eigenvalue of the dual matrix ``G`` on a direction ``M`` lacks (a
    saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
    line searches along ``M_c + t P_S(-G_c)`` leave it.
+   ``L`` starts square (``p = r``); before every search and at the end of every stage its
+   rows are cut to the metrics' rank and a margin when that saves a quarter of them
+   (``_narrowed``), so that at a low-rank optimum the products cost ``O(n p r)``, not
+   ``O(n r^2)``; escapes add rows.
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
    (several metrics: wider while few triplets are in transition, ``_first_width``)
    and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
@@ -106,10 +110,15 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 RETRY_BELOW = 0.5  # after a failed proof, the stages aim at this fraction of its estimated gap
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-ITERATIONS = 9  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+RANK_FLOOR = 1e-8  # eigenvalues of M_c at most this fraction of its largest count as null (``_narrowed``)
+RANK_MARGIN = 0.25  # rows that ``_narrowed`` keeps beyond the rank, as a fraction of it,
+MIN_MARGIN = 8  # and at least this many
+NARROW_BELOW = 0.75  # ``L`` is narrowed only to at most this fraction of its rows
+ITERATIONS = 10  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
-# products of the stacked graphs of several clusters at up to 32 coordinates), in its fingerprint
+# products of the stacked graphs of several clusters at up to 32 coordinates, 10: narrow L and Hessian
+# products from Z = X L^T), in its fingerprint
 
 
 def solve(
@@ -319,6 +328,7 @@ class _Run:
         try:
             for _ in range(len(self.stages), MAX_STAGES):
                 objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
+                L = _narrowed(L)
                 gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
@@ -355,6 +365,7 @@ class _Run:
             L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
             nit += taken
             if stop == "stale" and self.n_iter < max_iter:
+                L = _narrowed(L)
                 objective = self._renew(L, objective)
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
@@ -655,15 +666,19 @@ def _escape(objective: SmoothedObjective) -> np.ndarray:
     ``F_gamma`` is convex in ``M``: an exact line search (``SmoothedObjective.ray``) finds
     each cluster's best step ``t_c`` along ``M_c + t D_c`` (the clusters' metrics differ
     in scale), and a last one the best multiple ``s`` of all of them together, so the
-    move ``M_c + s t_c D_c`` decreases ``F_gamma`` although triplets join clusters."""
+    move ``M_c + s t_c D_c`` decreases ``F_gamma`` although triplets join clusters. With
+    ``L`` narrow (p rows, p < r), ``D_c`` is cut to its ``p`` largest eigenvalues (still a
+    direction of descent) and the new ``L`` stacks its factor under ``L`` while that stays
+    narrow."""
     ev = objective.current
     L = ev.L
+    C, p, r = L.shape
     D = _project(-ev.dual_matrix)
     M = _gram(L)
     factors = np.zeros_like(L)
     for c in np.flatnonzero(np.linalg.norm(D, axis=(1, 2)) > 0):
         direction = np.zeros_like(L)
-        direction[c] = psd_factor(D[c])
+        direction[c] = psd_factor(D[c])[:p]
         t0 = 1e-3 * max(np.linalg.norm(M[c]), 1.0) / np.linalg.norm(D[c])
         t, _ = ray_minimum(objective.ray(direction, metric=True), t0, xtol=1e-6)
         factors[c] = np.sqrt(t) * direction[c]
@@ -672,7 +687,31 @@ def _escape(objective: SmoothedObjective) -> np.ndarray:
     s, _ = ray_minimum(objective.ray(factors, metric=True), 1.0, xtol=1e-6)
     if s == 0.0:
         return None
-    return _factor(M + s * _gram(factors))
+    norms = np.linalg.norm(factors, axis=2).max(axis=0)  # rows by decreasing eigenvalue of D_c
+    added = 1 + int(np.flatnonzero(norms > 1e-8 * norms.max()).max())
+    if p + added > r:
+        return _factor(M + s * _gram(factors))
+    return np.ascontiguousarray(np.concatenate([L, np.sqrt(s) * factors[:, :added]], axis=1))
+
+
+def _narrowed(L: np.ndarray) -> np.ndarray:
+    """``L`` (C, p, r) cut to the rows that the metrics ``M_c = L_c^T L_c`` use: the singular
+    directions of each ``L_c`` by decreasing singular value, as many as the largest rank over
+    the clusters (eigenvalues above ``RANK_FLOOR`` of their largest) plus a margin; ``L``
+    itself when that keeps more than ``NARROW_BELOW`` of its rows.
+
+    ``F_gamma`` is convex in ``M``, so a minimiser of it over ``L`` with fewer rows than ``r``
+    that leaves ``L`` rank-deficient is a minimiser over every metric (Burer & Monteiro 2005);
+    the margin keeps ``L`` rank-deficient, and where the rank the metrics need grows beyond
+    it, the escape steps (``_escape``) return to square factors. A narrow ``L`` makes every
+    Hessian product, line search and search cost ``O(p)`` instead of ``O(r)`` per point and
+    coordinate."""
+    _, s, Wt = np.linalg.svd(L, full_matrices=False)
+    rank = max(int(np.count_nonzero(sc * sc > RANK_FLOOR * sc[0] * sc[0])) for sc in s)
+    width = rank + max(MIN_MARGIN, int(np.ceil(RANK_MARGIN * rank)))
+    if width > NARROW_BELOW * L.shape[1]:
+        return L
+    return np.ascontiguousarray(s[:, :width, None] * Wt[:, :width])
 
 
 def _feasible_scale(mu: float, space: Whitening, G: np.ndarray) -> float:

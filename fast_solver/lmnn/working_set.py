@@ -58,7 +58,7 @@ class ExactSearch:
         self.working_set = WorkingSet.from_pairs(np.empty(0, np.intp), np.empty(0, np.intp), n)
 
     def search(self, L: np.ndarray) -> WorkingSet:
-        """Working set at ``M_w = L^T L`` (L of shape (C, r, r)): fresh pairs for the points
+        """Working set at ``M_w = L^T L`` (L of shape (C, p, r)): fresh pairs for the points
         searched, the old ones for the points proved clean (module docstring)."""
         M = np.matmul(L.transpose(0, 2, 1), L)
         Z = map_clusters(self.X, L)

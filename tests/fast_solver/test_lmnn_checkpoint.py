@@ -74,6 +74,35 @@ def test_a_solve_interrupted_at_restart_points_resumes_bit_for_bit(tmp_path, mon
         _assert_same_solve(solve(problem, checkpoint=path, **options), reference)
 
 
+def test_a_solve_on_narrow_factors_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """Breast cancer, 300 points of 30 features: ``L`` is cut to fewer rows (rank 13), and a
+    solve resumed at a restart point after the cut starts from the narrow ``L``."""
+    from sklearn.datasets import load_breast_cancer
+
+    from fast_solver.lmnn.smoothed import SmoothedObjective
+
+    data, labels = load_breast_cancer(return_X_y=True)
+    cancer = LMNNProblem(data[:300], labels[:300], k=3, mu=0.5)
+    widths, evaluate = [], SmoothedObjective.evaluate
+
+    def spy(self, L, gamma):
+        widths.append(L.shape[1])
+        return evaluate(self, L, gamma)
+
+    saves = _interrupt_at(monkeypatch, 0)
+    reference = solve(cancer, checkpoint=tmp_path / "count.ckpt", checkpoint_interval=0)
+    for point in (saves[0] // 2, saves[0] - 2):
+        path = tmp_path / f"at{point}.ckpt"
+        _interrupt_at(monkeypatch, point)
+        with pytest.raises(_Killed):
+            solve(cancer, checkpoint=path, checkpoint_interval=0)
+        monkeypatch.undo()
+        widths.clear()
+        monkeypatch.setattr(SmoothedObjective, "evaluate", spy)
+        _assert_same_solve(solve(cancer, checkpoint=path, checkpoint_interval=0), reference)
+        assert widths[0] < 30  # resumed from a narrow L
+
+
 def _lmnn(path):
     return LMNN(k=3, tol=TOL, checkpoint=path, checkpoint_interval=0)
 

@@ -15,17 +15,21 @@ from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import whiten_clusters
 
 
-@pytest.fixture(scope="module", params=["lmnn", "class metrics", "other clusters"])
+@pytest.fixture(scope="module", params=["lmnn", "class metrics", "other clusters", "lmnn, narrow L",
+                                        "class metrics, narrow L"])
 def setting(request):
-    """LMNN (one metric), one metric per class, and clusters that cut across the classes."""
+    """LMNN (one metric), one metric per class, and clusters that cut across the classes; ``L``
+    square (C, r, r) or narrow (C, r - 1, r)."""
     X, y = make_blobs(40, 3, centers=3, cluster_std=3.0, random_state=0)
     problem = LMNNProblem(X, y, k=2, mu=0.3)
+    kind, _, narrow = request.param.partition(", ")
     clusters = {"lmnn": None, "class metrics": problem.label_codes,
-                "other clusters": (X[:, 0] > np.median(X[:, 0])).astype(np.intp)}[request.param]
+                "other clusters": (X[:, 0] > np.median(X[:, 0])).astype(np.intp)}[kind]
     whitening = whiten_clusters(problem.with_clusters(clusters))
     pairs = np.unique(problem.all_triplets()[:, [0, 2]], axis=0)  # every impostor pair
     ws = WorkingSet.from_pairs(pairs[:, 0], pairs[:, 1], problem.n_samples)
-    L = np.random.default_rng(0).normal(size=(whitening.n_clusters, whitening.rank, whitening.rank))
+    r = whitening.rank
+    L = np.random.default_rng(1 if narrow else 0).normal(size=(whitening.n_clusters, r - 1 if narrow else r, r))
     return problem, clusters, whitening, SmoothedObjective(whitening, problem.targets, problem.mu, ws), L
 
 
@@ -221,11 +225,11 @@ def test_the_preconditioner_inverts_the_hessian_diagonal_in_the_eigenbases(setti
     ev = objective.evaluate(L, gamma)
     assert ev.n_transition > 0
     apply = objective.preconditioner()
-    C, r, _ = L.shape
+    C, p, r = L.shape
     for c in range(C):
         U = np.linalg.eigh(L[c] @ L[c].T)[1]
         lam, Q = np.linalg.eigh(ev.dual_matrix[c])
-        for a, b in [(0, 0), (r - 1, 0), (1, r - 1), (r - 1, r - 1)]:
+        for a, b in [(0, 0), (p - 1, 0), (1, r - 1), (p - 1, r - 1)]:
             E = np.zeros_like(L)
             E[c] = np.outer(U[:, a], Q[:, b])
             curvature = np.sum(E * objective.hessian_product(E)) - 2 * min(lam[b], 0.0)

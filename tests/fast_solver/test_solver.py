@@ -11,6 +11,7 @@ from sklearn.datasets import load_iris, load_wine, make_blobs
 
 import fast_solver
 from fast_solver import solve
+from fast_solver.lmnn import solver
 from fast_solver.lmnn.start import best_scale
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from lmnn_sdp.certificates.bounds import dual_lower_bound
@@ -228,7 +229,6 @@ def test_targets_that_all_coincide_are_solved_in_closed_form(clusters):
 def test_each_pair_of_candidates_is_proved_once(iris, monkeypatch):
     """The certificate that ends the solve is the result's, not proved again; every proof
     is of a different (metric, multipliers) pair."""
-    from fast_solver.lmnn import solver
 
     proved = []
 
@@ -249,7 +249,6 @@ def test_only_multipliers_that_can_reach_tol_are_proved(iris, monkeypatch):
     """No scale or repair raises the bound above the sum of the multipliers, so a certificate
     whose multipliers sum to less than (1 - tol) of the upper bound is not attempted (on iris
     the stage before the last one was, and failed: 6.6e-6 against tol 1e-6)."""
-    from fast_solver.lmnn import solver
     from lmnn_sdp.certificates.bounds import relative_gap
 
     reach = []
@@ -271,7 +270,6 @@ def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, mon
     solve stops (stalled, not converged) instead of spending max_iter."""
     import dataclasses
 
-    from fast_solver.lmnn import solver
 
     original = solver.prove
 
@@ -292,7 +290,6 @@ def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, mo
     aim at half the estimated gap it failed at before the next proof."""
     import dataclasses
 
-    from fast_solver.lmnn import solver
 
     original, stages, proofs = solver.prove, [], []
 
@@ -323,3 +320,68 @@ def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris)
     new = WorkingSet.from_pairs(np.array([0, 3, 5, 7]), np.array([25, 40, 1, 12]), n)
     objective = run._objective(new)
     np.testing.assert_array_equal(objective.prior, [multipliers[1], multipliers[2], np.zeros(k), np.zeros(k)])
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    """300 points of 30 features whose LMNN optimum has rank 13 (k=3, mu=0.5)."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return LMNNProblem(X[:300], y[:300], k=3, mu=0.5)
+
+
+def _widths(monkeypatch):
+    """The rows of every ``L`` evaluated from now on, and the widths before and after every escape."""
+    from fast_solver.lmnn.smoothed import SmoothedObjective
+
+    widths, escapes = [], []
+    evaluate, escape = SmoothedObjective.evaluate, solver._escape
+
+    def spy_evaluate(self, L, gamma):
+        widths.append(L.shape[1])
+        return evaluate(self, L, gamma)
+
+    def spy_escape(objective):
+        moved = escape(objective)
+        escapes.append((objective.current.L.shape[1], None if moved is None else moved.shape[1]))
+        return moved
+
+    monkeypatch.setattr(SmoothedObjective, "evaluate", spy_evaluate)
+    monkeypatch.setattr(solver, "_escape", spy_escape)
+    return widths, escapes
+
+
+@pytest.mark.parametrize("clusters", [False, True], ids=["lmnn", "class metrics"])
+def test_a_low_rank_optimum_is_reached_on_narrow_factors_and_escapes_stay_narrow(cancer, monkeypatch, clusters):
+    """With rank-13 metrics of 30 coordinates, ``L`` is cut to fewer rows, escapes from a narrow
+    ``L`` add rows, and the certified optimum is the one of square factors."""
+    options = dict(clusters=cancer.label_codes if clusters else None, tol=1e-6)
+    widths, escapes = _widths(monkeypatch)
+    narrow = solve(cancer, **options)
+    assert narrow.converged
+    assert widths[0] == 30 and min(widths) < 0.75 * 30
+    assert any(before < after < 30 for before, after in escapes if after is not None)
+    monkeypatch.undo()
+    monkeypatch.setattr(solver, "NARROW_BELOW", 0.0)  # never narrowed
+    widths, _ = _widths(monkeypatch)
+    square = solve(cancer, **options)
+    assert square.converged and set(widths) == {30}
+    assert narrow.upper == pytest.approx(square.upper, rel=2e-6)
+    assert max(narrow.lower, square.lower) <= min(narrow.upper, square.upper) * (1 + 1e-12)
+
+
+def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_floor():
+    rng = np.random.default_rng(0)
+    W = np.linalg.qr(rng.normal(size=(40, 40)))[0]
+    singular = np.concatenate([np.geomspace(1.0, 1e-3, 10), np.full(30, 1e-6)])  # rank 10 above the floor
+    L = (singular[:, None] * W.T)[None]  # (1, 40, 40)
+    cut = solver._narrowed(L)
+    assert cut.shape == (1, 10 + solver.MIN_MARGIN, 40)
+    M, M_cut = L[0].T @ L[0], cut[0].T @ cut[0]
+    assert np.abs(M - M_cut).max() <= 1e-11
+    np.testing.assert_allclose(np.linalg.svd(cut[0], compute_uv=False), singular[:18], rtol=1e-9)
+    assert solver._narrowed(cut) is cut  # already narrow: another cut would save under a quarter
+    wide = (np.concatenate([np.ones(32), np.full(8, 1e-6)])[:, None] * W.T)[None]
+    assert solver._narrowed(wide) is wide  # 32 + 8 rows would be kept
+
