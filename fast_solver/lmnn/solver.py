@@ -31,10 +31,10 @@ cluster's impostor multipliers by its own).
    a negative eigenvalue of the dual matrix ``G`` on a direction ``M`` lacks (a
    saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
    line searches along ``M_c + t P_S(-G_c)`` leave it.
-   ``L`` starts square (``p = r``); before every search and at the end of every stage its
-   rows are cut to the metrics' rank and a margin when that saves a quarter of them
-   (``_narrowed``), so that at a low-rank optimum the products cost ``O(n p r)``, not
-   ``O(n r^2)``; escapes add rows.
+   Before the first search, every later one, every escape and at the end of every stage
+   the rows of ``L`` (square at the start) are cut to the metrics' rank and a margin when
+   that saves a quarter of them (``_narrowed``), so that at a low-rank optimum the products
+   cost ``O(n p r)``, not ``O(n r^2)``; escapes add rows.
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
    (several metrics: wider while few triplets are in transition, ``_first_width``)
    and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
@@ -114,11 +114,11 @@ RANK_FLOOR = 1e-8  # eigenvalues of M_c at most this fraction of its largest cou
 RANK_MARGIN = 0.25  # rows that ``_narrowed`` keeps beyond the rank, as a fraction of it,
 MIN_MARGIN = 8  # and at least this many
 NARROW_BELOW = 0.75  # ``L`` is narrowed only to at most this fraction of its rows
-ITERATIONS = 10  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+ITERATIONS = 11  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
 # products of the stacked graphs of several clusters at up to 32 coordinates, 10: narrow L and Hessian
-# products from Z = X L^T), in its fingerprint
+# products from Z = X L^T, 11: narrow starts and escapes), in its fingerprint
 
 
 def solve(
@@ -320,7 +320,8 @@ class _Run:
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
         if saved is None:
-            objective, L, nit = self._renew(L), L, 0
+            L = _narrowed(L)  # a start of low rank, as the LMNN optimum that starts class metrics
+            objective, nit = self._renew(L), 0
             self.gamma = _first_width(objective, L)
         else:
             objective, L, nit = self._restore(saved)
@@ -371,6 +372,10 @@ class _Run:
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
             tic = time.perf_counter()
+            narrow = _narrowed(L)  # rows that an earlier escape added and that stayed near 0 go
+            if narrow is not L:
+                L = narrow
+                objective.evaluate(L, gamma)
             escaped = _escape(objective)
             self.timings["escape"] += time.perf_counter() - tic
             if escaped is None:
