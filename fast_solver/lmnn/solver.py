@@ -708,7 +708,7 @@ def _narrowed(L: np.ndarray) -> np.ndarray:
     ``F_gamma`` is convex in ``M``, so a minimiser of it over ``L`` with fewer rows than ``r``
     that leaves ``L`` rank-deficient is a minimiser over every metric (Burer & Monteiro 2005);
     the margin keeps ``L`` rank-deficient, and where the rank the metrics need grows beyond
-    it, the escape steps (``_escape``) return to square factors. A narrow ``L`` makes every
+    it, the escape steps (``_escape``) add rows. A narrow ``L`` makes every
     Hessian product, line search and search cost ``O(p)`` instead of ``O(r)`` per point and
     coordinate."""
     _, s, Wt = np.linalg.svd(L, full_matrices=False)
