@@ -28,9 +28,12 @@ cluster's impostor multipliers by its own).
    The conjugate gradients are preconditioned by the Hessian's diagonal in the
    eigenbases of ``L L^T`` and ``G`` (``SmoothedObjective.preconditioner``).
    Steps are capped at ``MAX_RADIUS |L|``, so no step lands on ``L = 0``, and when
-   a negative eigenvalue of the dual matrix ``G`` on a direction ``M`` lacks (a
-   saddle of ``L -> L^T L``) dominates the gap for ``SADDLE_PATIENCE`` iterations,
-   line searches along ``M_c + t P_S(-G_c)`` leave it.
+   the negative eigenvalues of the dual matrix ``G`` (what the scale into the dual cone
+   loses) dominate the gap for ``SADDLE_PATIENCE`` iterations, line searches along
+   ``M_c + t P_S(-G_c)`` move the metrics in ``M`` (an escape): from a saddle of
+   ``L -> L^T L`` on directions ``M`` lacks, and, as measured, from points where the
+   steps in ``L`` end on negative curvature within ``M``'s range (design note, "Where
+   ``G`` is indefinite").
    Before the first search, every later one, every escape and at the end of every stage
    the rows of ``L`` (square at the start) are cut to the metrics' rank and a margin when
    that saves a quarter of them (``_narrowed``), so that at a low-rank optimum the products
@@ -357,8 +360,8 @@ class _Run:
     def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
         """Newton iterations at ``self.gamma`` (``nit`` spent already): a fresh search whenever
         the metric leaves the region where the working set is provably complete, an escape
-        step whenever a negative eigenvalue of ``G`` (a saddle of ``L``) dominates the
-        estimated gap. The start of every Newton call is a restart point (``_state``)."""
+        step (``_escape``) whenever the negative eigenvalues of ``G`` dominate the estimated
+        gap. The start of every Newton call is a restart point (``_state``)."""
         gamma = self.gamma
         while True:
             if self.checkpoint.due():
@@ -662,12 +665,14 @@ def _first_width(objective: SmoothedObjective, L: np.ndarray) -> float:
 
 
 def _escape(objective: SmoothedObjective) -> np.ndarray:
-    """Leave a saddle of ``L -> F_gamma(L)`` at the objective's last evaluated point (where
-    Newton's iterations stopped): move each ``M_c`` along ``D_c = P_S(-G_c)``; the new ``L``,
-    or None when nothing decreases ``F_gamma``.
+    """A step in ``M`` at the objective's last evaluated point (where Newton's iterations
+    stopped): move each ``M_c`` along ``D_c = P_S(-G_c)``; the new ``L``, or None when nothing
+    decreases ``F_gamma``.
 
-    Where ``G_c`` has negative eigenvalues on directions that ``M_c`` lacks, the
-    gradient ``2 L_c G_c`` vanishes along them and Newton's method on ``L`` can stop.
+    Where ``G_c`` has negative eigenvalues on directions that ``M_c`` lacks (a saddle of
+    ``L -> F_gamma(L)``), the gradient ``2 L_c G_c`` vanishes along them and Newton's method
+    on ``L`` can stop; where they lie within ``M_c``'s range, the steps in ``L`` can end on
+    negative curvature long before they vanish (design note, "Where ``G`` is indefinite").
     ``F_gamma`` is convex in ``M``: an exact line search (``SmoothedObjective.ray``) finds
     each cluster's best step ``t_c`` along ``M_c + t D_c`` (the clusters' metrics differ
     in scale), and a last one the best multiple ``s`` of all of them together, so the
