@@ -56,3 +56,8 @@ def test_the_lowest_job_uses_the_constraints_and_ci_runs_it():
     lowest = (ROOT / ".ci" / "lowest").read_text()
     assert "-c .ci/lowest-versions.txt" in lowest and "set -euo pipefail" in lowest
     assert "bash .ci/lowest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_tests_the_lowest_job_leaves_out_exist():
+    ignored = re.findall(r"--ignore=(\S+)", (ROOT / ".ci" / "lowest").read_text())
+    assert ignored and all((ROOT / path).is_file() for path in ignored), ignored
