@@ -97,8 +97,8 @@ class FastLMNNResult(CertifiedResult):
         bound: eq. 14 at the best metric so far, learnt right after an exact impostor search
         (at the start, after every search within a stage, and at the end of every stage).
     timings : dict of str to float
-        Seconds in ``search``, ``newton``, ``escape`` (the line searches in ``M`` of ``solver._escape``), ``bounds``
-        and ``total``.
+        Seconds in ``search``, ``newton``, ``escape`` (the line searches in ``M`` of
+        ``solver._escape``), ``bounds`` and ``total``.
 
     Examples
     --------
