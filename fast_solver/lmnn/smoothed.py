@@ -443,14 +443,44 @@ class SmoothedObjective:
         once as polynomials, so a ``t`` passes only over the triplets near a kink. The change
         is summed term by term (``compiled.kink_change``), so decreases far below the
         rounding of ``F_gamma`` itself are seen."""
-        ev = self.current
-        scale = self._scale(ev.gamma)
+        Y, target_c, pair_c = self._ray_coefficients(V)
+        self._ray = None if metric else (V, Y, target_c, pair_c)
+        return self._change(target_c, pair_c, metric)
+
+    def metric_rays(self, V: np.ndarray):
+        """``ray(w V, metric=True)`` for every weighting ``w`` (C,) of the clusters, from one
+        pass over the working set: returns ``along(w)``, the change along
+        ``M_c + t w_c V_c^T V_c``. Along the metric a distance to point ``b`` moves by
+        ``t |V_c (x_a - x_b)|^2`` in ``b``'s cluster ``c`` only, so weighting the clusters
+        scales each distance's ``yy`` by its cluster's ``w_c``. A change function that
+        ``along`` returns holds until its next call."""
+        _, target_c, pair_c = self._ray_coefficients(V)
+        target_yy, pair_yy = target_c[:, :, 2].copy(), pair_c[:, 2].copy()
+        target_of, pair_of = self.clusters[self.targets], self.clusters[self.ws.impostors]
+
+        def along(weights: np.ndarray):
+            weights = np.asarray(weights, dtype=float)
+            np.multiply(target_yy, weights[target_of], out=target_c[:, :, 2])
+            np.multiply(pair_yy, weights[pair_of], out=pair_c[:, 2])
+            return self._change(target_c, pair_c, metric=True)
+        return along
+
+    def _ray_coefficients(self, V: np.ndarray) -> tuple:
+        """``Y = X V^T`` (``_direction``) and the products ``zz, zy, yy`` of every target pair
+        (n, k, 3) and working-set pair (P, 3) along it (``compiled.ray_coefficients``)."""
         Y = self._direction(self.graphs, V)
         n, k = self.targets.shape
         target_c, pair_c = np.empty((n, k, 3)), np.empty((len(self.ws), 3))
         compiled.ray_coefficients(self.Z, Y, self.clusters, self.targets, self.ws.ptr, self.ws.impostors,
                                  target_c, pair_c)
-        self._ray = None if metric else (V, Y, target_c, pair_c)
+        return Y, target_c, pair_c
+
+    def _change(self, target_c: np.ndarray, pair_c: np.ndarray, metric: bool):
+        """The change function of ``ray`` from its coefficients; it reads them at every reach,
+        so they must stay as they are while it is used."""
+        ev = self.current
+        scale = self._scale(ev.gamma)
+        n, k = self.targets.shape
         pull = target_c[:, :, 1].sum(), target_c[:, :, 2].sum()
         kink, count = np.empty((len(self.ws), k), dtype=bool), np.empty(n, np.intp)
         work = (len(self.ws) + n) * k

@@ -117,11 +117,12 @@ RANK_FLOOR = 1e-8  # eigenvalues of M_c at most this fraction of its largest cou
 RANK_MARGIN = 0.25  # rows that ``_narrowed`` keeps beyond the rank, as a fraction of it,
 MIN_MARGIN = 8  # and at least this many
 NARROW_BELOW = 0.75  # ``L`` is narrowed only to at most this fraction of its rows
-ITERATIONS = 11  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+ITERATIONS = 12  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
 # products of the stacked graphs of several clusters at up to 32 coordinates, 10: narrow L and Hessian
-# products from Z = X L^T, 11: narrow starts and escapes), in its fingerprint
+# products from Z = X L^T, 11: narrow starts and escapes, 12: an escape's line searches from one
+# ray's coefficients), in its fingerprint
 
 
 def solve(
@@ -685,18 +686,23 @@ def _escape(objective: SmoothedObjective) -> np.ndarray:
     C, p, r = L.shape
     D = _project(-ev.dual_matrix)
     M = _gram(L)
-    factors = np.zeros_like(L)
-    for c in np.flatnonzero(np.linalg.norm(D, axis=(1, 2)) > 0):
-        direction = np.zeros_like(L)
-        direction[c] = psd_factor(D[c])[:p]
-        t0 = 1e-3 * max(np.linalg.norm(M[c]), 1.0) / np.linalg.norm(D[c])
-        t, _ = ray_minimum(objective.ray(direction, metric=True), t0, xtol=1e-6)
-        factors[c] = np.sqrt(t) * direction[c]
-    if not factors.any():
+    moving = np.flatnonzero(np.linalg.norm(D, axis=(1, 2)) > 0)
+    if not len(moving):
         return None
-    s, _ = ray_minimum(objective.ray(factors, metric=True), 1.0, xtol=1e-6)
+    directions = np.zeros_like(L)
+    for c in moving:
+        directions[c] = psd_factor(D[c])[:p]
+    along = objective.metric_rays(directions)
+    steps = np.zeros(C)
+    for c in moving:
+        t0 = 1e-3 * max(np.linalg.norm(M[c]), 1.0) / np.linalg.norm(D[c])
+        steps[c], _ = ray_minimum(along(np.eye(C)[c]), t0, xtol=1e-6)
+    if not steps.any():
+        return None
+    s, _ = ray_minimum(along(steps), 1.0, xtol=1e-6)
     if s == 0.0:
         return None
+    factors = np.sqrt(steps)[:, None, None] * directions
     norms = np.linalg.norm(factors, axis=2).max(axis=0)  # rows by decreasing eigenvalue of D_c
     added = 1 + int(np.flatnonzero(norms > 1e-8 * norms.max()).max())
     if p + added > r:

@@ -138,6 +138,30 @@ def test_ray_changes_equal_brute_force_along_L_and_along_the_metric(setting, gam
                                            rel=1e-9, abs=1e-9 * base)
 
 
+@pytest.mark.parametrize("shifted", [False, True])
+def test_metric_rays_weight_each_cluster_as_brute_force_does(setting, shifted):
+    """``metric_rays(V)`` weighted by ``w`` is the change along ``M_c + t w_c V_c^T V_c``: each
+    cluster alone, the clusters together at unequal weights, and again a cluster alone after
+    that (its coefficients are reweighted in place)."""
+    problem, clusters, whitening, objective, L = setting
+    prior = set_prior(problem, objective, shifted)
+    V = np.random.default_rng(4).normal(size=L.shape)
+    M = np.matmul(L.transpose(0, 2, 1), L)
+    D = np.matmul(V.transpose(0, 2, 1), V)
+    gamma = 0.3
+    base = brute_force(problem, whitening.lift(M), gamma, clusters, prior)[0]
+    objective.evaluate(L, gamma)
+    along = objective.metric_rays(V)
+    C = len(L)
+    weightings = [np.eye(C)[c] for c in range(C)] + [np.arange(1.0, C + 1) / C, np.eye(C)[C - 1]]
+    for w in weightings:
+        change = along(w)
+        for t in (1e-3, 0.2, 1.5, 0.05):
+            at = whitening.lift(M + t * w[:, None, None] * D)
+            assert change(t) == pytest.approx(brute_force(problem, at, gamma, clusters, prior)[0] - base,
+                                              rel=1e-9, abs=1e-9 * base)
+
+
 @pytest.mark.parametrize("few_pairs", [False, True])
 def test_advance_along_a_ray_is_the_evaluation_there(setting, few_pairs):
     """After ``ray(V)``, ``advance(t)`` is ``evaluate(L + t V)``: the same value, eq. 14,
