@@ -151,6 +151,18 @@ def map_stacked_rows(rows, nodes, n, V, out, compact):  # pragma: no cover - com
     return out
 
 
+@njit(parallel=True, cache=True)
+def add_rows(Z, Y, nodes, t):  # pragma: no cover - compiled
+    """``Z[u] += t Y[u]`` for the rows ``u`` in ``nodes`` of ``Z`` and ``Y`` (N, r), in place:
+    the update of ``Z[nodes] += t Y[nodes]`` without its gathered copies."""
+    r = Z.shape[1]
+    for g in prange(len(nodes)):
+        u = nodes[g]
+        for c in range(r):
+            Z[u, c] += t * Y[u, c]
+    return Z
+
+
 @njit(parallel=True, cache=True, fastmath=SUMS)
 def block_cross(X, Y, starts, out):  # pragma: no cover - compiled
     """``out[b] = X[starts[b]:starts[b+1]]^T Y[starts[b]:starts[b+1]]`` for ``X`` (N, r),

@@ -289,8 +289,8 @@ class SmoothedObjective:
         if nodes is None:
             Z += t * Y
         else:
-            Z_rows, Y_rows = Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2])
-            Z_rows[nodes] += t * Y_rows[nodes]
+            with compiled.threads_for(len(nodes) * Z.shape[2]):
+                compiled.add_rows(Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2]), nodes, t)
         target_d = target_c[:, :, 0] + t * (2.0 * target_c[:, :, 1] + t * target_c[:, :, 2])
         np.add(pair_c[:, 0], t * (2.0 * pair_c[:, 1] + t * pair_c[:, 2]), out=self.pair_d)
         return self._settle(ev.L + t * V, ev.gamma, Z, target_d)
