@@ -25,7 +25,8 @@ Rule for ``method="auto"``: ball trees prune well only in low dimension (Fig.
 12 of the paper), so ``"balltree"`` is used when the rank of ``M`` (the
 dimension of ``L x``) is at most ``BALLTREE_MAX_RANK = 8`` and ``"blockwise"``
 otherwise (timings: ``docs/design/fast-lmnn-solver.md``, "The impostor search").
-Both paths run one class per thread (``SEARCH_THREADS``, the usable cores).
+Both paths run one class per thread (``SEARCH_THREADS``, the usable cores); with a
+metric per cluster (eq. 16), one cluster per thread, its classes in turn.
 The blockwise path compares distances in the principal coordinates of ``L x``
 (``lmnn_sdp.core.principal``), which never exceed the true ones, so it finds every
 pair while its matrix products shrink with the metric's effective rank.
@@ -38,6 +39,7 @@ the strict comparison, so the two paths return the same pairs.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -56,6 +58,7 @@ SEARCH_THREADS = available_cores()
 _PAIR_CHUNK = 1 << 15
 _MIN_CHUNK = 1 << 11
 _POOL = None  # (pid, executor) of _thread_pool
+_WORKER = threading.local()  # ``inside`` is True on a thread of the pool while it runs a task
 
 
 def map_rows(X: np.ndarray, L: np.ndarray) -> np.ndarray:
@@ -81,9 +84,7 @@ def cross_product(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     chunk = -(-len(X) // SEARCH_THREADS)
     if SEARCH_THREADS == 1 or len(X) < 2 * _MIN_CHUNK:
         return X.T @ Y
-    parts = _thread_pool().map(lambda start: X[start:start + chunk].T @ Y[start:start + chunk],
-                               range(0, len(X), chunk))
-    return sum(parts)
+    return sum(_on_threads(lambda start: X[start:start + chunk].T @ Y[start:start + chunk], range(0, len(X), chunk)))
 
 
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
@@ -154,7 +155,7 @@ def in_chunks(size: int, fill) -> None:
         for start in starts:
             fill(start, min(start + chunk, size))
         return
-    list(_thread_pool().map(lambda start: fill(start, min(start + chunk, size)), starts))
+    _on_threads(lambda start: fill(start, min(start + chunk, size)), starts)
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -172,8 +173,8 @@ def cluster_impostor_pairs(Z: np.ndarray, clusters: np.ndarray, codes: np.ndarra
     (n,); one search per cluster over its own members as impostors."""
     if len(Z) == 1:
         return impostor_pairs(Z[0], codes, radius, method, searched, return_distance=False)
-    parts = [impostor_pairs(Zc, codes, radius, method, searched, columns=clusters == c, return_distance=False)
-             for c, Zc in enumerate(Z)]
+    parts = _on_threads(lambda c: impostor_pairs(Z[c], codes, radius, method, searched, columns=clusters == c,
+                                                 return_distance=False), range(len(Z)))
     i, l = (np.concatenate(part) for part in zip(*parts))
     order = np.argsort(pair_keys(i, l, Z.shape[1]), kind="stable")
     return i[order], l[order]
@@ -324,10 +325,10 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
         measure(np.flatnonzero(own & both), np.concatenate([np.flatnonzero((codes > c) & both),
                                                             np.flatnonzero(other & columns & ~both)]),
                 np.count_nonzero((codes > c) & both), found)
-        measure(np.flatnonzero(own & searched & ~columns), np.flatnonzero(other & columns), 0, found)
+        measure(np.flatnonzero(other & searched & ~columns), np.flatnonzero(own & columns), 0, found)
         return _gather(found)
 
-    return _gather(_per_class(one_class, np.unique(codes)))
+    return _gather(_on_threads(one_class, np.unique(codes[columns])))  # a class without candidates has no pairs here
 
 
 def _balltree_candidates(Z, codes, radius, searched, columns):
@@ -344,15 +345,25 @@ def _balltree_candidates(Z, codes, radius, searched, columns):
         counts = np.fromiter((len(h) for h in hits), dtype=np.intp, count=len(hits))
         return np.repeat(others, counts), members[_concatenate(list(hits))], np.ones(counts.sum(), dtype=bool)
 
-    return _gather(_per_class(one_class, np.unique(codes[columns])))
+    return _gather(_on_threads(one_class, np.unique(codes[columns])))
 
 
-def _per_class(one_class, classes):
-    """Run ``one_class`` for every class on ``SEARCH_THREADS`` threads (numpy, BLAS
-    and the ball tree release the GIL)."""
-    if SEARCH_THREADS == 1 or len(classes) <= 1:
-        return [one_class(c) for c in classes]
-    return list(_thread_pool().map(one_class, classes))
+def _on_threads(task, items) -> list:
+    """``[task(item) for item in items]`` on ``SEARCH_THREADS`` threads (numpy, BLAS and the ball
+    tree release the GIL): the clusters of a search, or the classes of one; a task already on
+    a thread of the pool runs its own items in turn (waiting on the pool there could leave
+    every thread waiting)."""
+    items = list(items)
+    if SEARCH_THREADS == 1 or len(items) <= 1 or getattr(_WORKER, "inside", False):
+        return [task(item) for item in items]
+
+    def run(item):
+        _WORKER.inside = True
+        try:
+            return task(item)
+        finally:
+            _WORKER.inside = False
+    return list(_thread_pool().map(run, items))
 
 
 def _gather(parts):

@@ -11,6 +11,7 @@ from fast_solver.lmnn import compiled
 from fast_solver.lmnn.impostors import (
     BALLTREE_MAX_RANK,
     choose_search_method,
+    cluster_impostor_pairs,
     impostor_pairs,
     impostor_radius,
 )
@@ -116,6 +117,38 @@ def test_pairs_respect_searched_and_candidate_masks_in_both_directions(monkeypat
     assert len(expected) > 200
     np.testing.assert_array_equal(np.column_stack([i, l]), expected)
     np.testing.assert_allclose(dist, D[i, l], rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["blockwise", "balltree"])
+def test_clusters_searched_on_threads_equal_brute_force_with_chunks_inside(monkeypatch, method):
+    """One cluster per thread, each with several classes and its exact distances in many chunks:
+    the work a task hands the pool from inside it runs in turn there (a pool of two threads
+    waiting on itself would never end; the search runs on a watched thread), and the pairs
+    are those of brute force in each candidate's cluster (eq. 16)."""
+    import threading
+
+    import fast_solver.lmnn.impostors as impostors_module
+
+    monkeypatch.setattr(impostors_module, "SEARCH_THREADS", 2)
+    monkeypatch.setattr(impostors_module, "_PAIR_CHUNK", 4)
+    monkeypatch.setattr(impostors_module, "_MIN_CHUNK", 2)
+    rng = np.random.default_rng(5)
+    C, n = 3, 120
+    Z = rng.normal(size=(C, n, 3))
+    codes, clusters = rng.integers(0, 4, n), rng.integers(0, C, n)
+    radius = rng.uniform(1.0, 6.0, n)
+    found = []
+    worker = threading.Thread(target=lambda: found.append(cluster_impostor_pairs(Z, clusters, codes, radius, method)),
+                              daemon=True)
+    worker.start()
+    worker.join(60)
+    assert found, "the search did not end within 60 s"
+    i, l = found[0]
+    own = Z[clusters]  # own[l, i] = z_i in the coordinates of l's cluster
+    D = ((own - own[np.arange(n), np.arange(n)][:, None]) ** 2).sum(-1).T  # D[i, l]
+    expected = np.argwhere((D < radius[:, None]) & (codes[:, None] != codes))
+    assert len(expected) > 300
+    np.testing.assert_array_equal(np.column_stack([i, l]), expected)
 
 
 def test_no_pair_at_the_radius_is_lost_to_single_precision_far_from_the_origin():
