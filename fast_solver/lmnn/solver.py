@@ -122,7 +122,7 @@ ITERATIONS = 12  # version of the iterations a checkpoint replays (2: multiplier
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
 # products of the stacked graphs of several clusters at up to 32 coordinates, 10: narrow L and Hessian
 # products from Z = X L^T, 11: narrow starts and escapes, 12: an escape's line searches from one
-# ray's coefficients), in its fingerprint
+# ray's coefficients, the drift from eigenvalues), in its fingerprint
 
 
 def solve(

@@ -53,6 +53,7 @@ class ExactSearch:
         n = self.X.shape[1]
         self.floor = np.zeros(n)  # at self.metric: D(i, l) >= floor[i] outside the set
         self.metric: np.ndarray | None = None
+        self._metric_norm = None  # the largest spectral norm of ``metric``'s, formed at the first ``drift``
         self.n_searches = 0
         self.points_searched = 0
         self.working_set = WorkingSet.from_pairs(np.empty(0, np.intp), np.empty(0, np.intp), n)
@@ -80,7 +81,7 @@ class ExactSearch:
         self.working_set = WorkingSet.from_pairs(np.concatenate([owner, i]),
                                                  np.concatenate([impostors, l]), len(self.codes))
         floor[searched] = radius[searched]
-        self.floor, self.metric = floor * (1.0 - 1e-9), M
+        self.floor, self.metric, self._metric_norm = floor * (1.0 - 1e-9), M, None
         self.n_searches += 1
         self.points_searched += int(np.count_nonzero(searched))
         return self.working_set
@@ -92,7 +93,7 @@ class ExactSearch:
 
     def restore(self, state: dict) -> None:
         """Continue from ``state()``: the next searches are those the saved search would have run."""
-        self.floor, self.metric = state["floor"], state["metric"]
+        self.floor, self.metric, self._metric_norm = state["floor"], state["metric"], None
         self.working_set = WorkingSet(**state["working_set"])
 
     def drift(self, M: np.ndarray) -> float:
@@ -106,8 +107,14 @@ class ExactSearch:
         its range turns, the contraction factor is 0 although nothing moved much.)"""
         if self.metric is None:
             return np.inf
-        change = max(np.linalg.norm(m - s, 2) for m, s in zip(M, self.metric))
-        return float(change / max(max(np.linalg.norm(s, 2) for s in self.metric), 1e-300))
+        if self._metric_norm is None:
+            self._metric_norm = _spectral_norms(self.metric).max()
+        return float(_spectral_norms(M - self.metric).max() / max(self._metric_norm, 1e-300))
+
+
+def _spectral_norms(M: np.ndarray) -> np.ndarray:
+    """``|M_c|_2`` (C,) of symmetric ``M`` (C, r, r): the largest absolute eigenvalue."""
+    return np.abs(np.linalg.eigvalsh(M)).max(axis=1)
 
 
 def contraction_factor(M_old: np.ndarray, M_new: np.ndarray, rtol: float = 1e-12) -> float:
