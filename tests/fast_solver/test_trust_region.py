@@ -64,6 +64,18 @@ def test_zero_gradient_is_reported_not_divided_by():
     assert result.reason == "stationary" and result.nit == 0
 
 
+def test_a_radius_of_zero_is_reported_not_divided_by():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a division by the zero step would warn
+        result = trust_region.minimize(lambda v: (float(v @ v), 2 * v), lambda d: 2 * d,
+                                       lambda p, t: (_ for _ in ()).throw(AssertionError("searched")),
+                                       np.ones(3), radius=0.0, max_iter=10, stop=lambda v: False,
+                                       max_radius=lambda v: 1.0)
+    assert result.reason == "radius" and result.nit == 0 and np.array_equal(result.x, np.ones(3))
+
+
 def test_the_best_multiple_of_a_poor_newton_step_is_taken():
     # f = sum sqrt(1 + x^2): the Newton step from x is -x^3, far past the minimum when |x| > 1
     def f(x):
