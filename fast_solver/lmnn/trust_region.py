@@ -78,7 +78,7 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         apply = preconditioner() if preconditioner is not None else None
         step, at_boundary = _steihaug(grad, hessp, radius, min(0.5, np.sqrt(g_norm)) * g_norm, apply)
         length = np.linalg.norm(step)
-        if length == 0.0:  # a radius of 0 (a start at 0, for one): no step to search along
+        if length == 0.0:  # a radius of 0: no step to search along
             return TrustRegionResult(x, nit - 1, "radius")
         t, change = line(step, max_radius(x) / length)
         if not change < 0.0:

@@ -53,7 +53,7 @@ class ExactSearch:
         n = self.X.shape[1]
         self.floor = np.zeros(n)  # at self.metric: D(i, l) >= floor[i] outside the set
         self.metric: np.ndarray | None = None
-        self._metric_norm = None  # the largest spectral norm of ``metric``'s, formed at the first ``drift``
+        self._metric_norm = None  # the largest of the spectral norms of ``metric``, formed by ``drift``
         self.n_searches = 0
         self.points_searched = 0
         self.working_set = WorkingSet.from_pairs(np.empty(0, np.intp), np.empty(0, np.intp), n)
