@@ -674,9 +674,10 @@ def _escape(objective: SmoothedObjective) -> np.ndarray:
     ``L -> F_gamma(L)``), the gradient ``2 L_c G_c`` vanishes along them and Newton's method
     on ``L`` can stop; where they lie within ``M_c``'s range, the steps in ``L`` can end on
     negative curvature long before they vanish (design note, "Where ``G`` is indefinite").
-    ``F_gamma`` is convex in ``M``: an exact line search (``SmoothedObjective.ray``) finds
-    each cluster's best step ``t_c`` along ``M_c + t D_c`` (the clusters' metrics differ
-    in scale), and a last one the best multiple ``s`` of all of them together, so the
+    ``F_gamma`` is convex in ``M``: an exact line search finds each cluster's best step
+    ``t_c`` along ``M_c + t D_c`` (the clusters' metrics differ in scale), and a last one
+    the best multiple ``s`` of all of them together (all from one pass over the working
+    set, ``SmoothedObjective.metric_rays``), so the
     move ``M_c + s t_c D_c`` decreases ``F_gamma`` although triplets join clusters. With
     ``L`` narrow (p rows, p < r), ``D_c`` is cut to its ``p`` largest eigenvalues (still a
     direction of descent) and the new ``L`` stacks its factor under ``L`` while that stays
