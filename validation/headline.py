@@ -50,7 +50,7 @@ def headline(rows: list[dict]) -> str:
                       "worst difference": worst("relative_difference"),
                       "unprovable in float64": len(group) - len(provable)})
     return markdown_table(lines, formats=dict.fromkeys(("worst fast gap", "worst exact gap",
-                                                        "worst difference"), ".2g"))
+                                                        "worst difference"), ".3g"))
 
 
 def with_headline(text: str, table: str) -> str:
