@@ -37,10 +37,11 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     tol : float, default=1e-6
         Certified relative gap ``(upper - lower) / upper`` at which to stop.
     init : {"auto", "identity", "random"} or ndarray of shape (n_features, n_features), default="auto"
-        Starting metric: the solver's default (``solve`` with ``M0=None``, the
-        Euclidean metric, so the same start as ``"identity"``), the Euclidean
-        metric, a random PSD matrix drawn with ``random_state``, or a given PSD
-        matrix; each is first scaled by its best multiple (``fast_solver.lmnn.start``).
+        Starting metric: the solver's default (``solve`` with ``M0=None``: the
+        Euclidean metric on the principal directions that hold all but 3% of the
+        variance, at least 32 of them, or all when that leaves out fewer than a quarter), the
+        Euclidean metric, a random PSD matrix drawn with ``random_state``, or a given
+        PSD matrix; each is first scaled by its best multiple (``fast_solver.lmnn.start``).
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0

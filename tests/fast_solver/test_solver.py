@@ -373,6 +373,35 @@ def test_a_low_rank_optimum_is_reached_on_narrow_factors_and_escapes_stay_narrow
     assert max(narrow.lower, square.lower) <= min(narrow.upper, square.upper) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("decay, expected", [(0.96, "cut"), (0.999, "identity")])
+def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_the_variance(decay, expected):
+    """Brute force: the fewest leading principal directions whose variance reaches 97% of the
+    total (at least 32); the identity when they are more than three quarters of d = 64."""
+    rng = np.random.default_rng(1)
+    d = 64
+    X = rng.normal(size=(300, d)) * decay ** np.arange(d) @ np.linalg.qr(rng.normal(size=(d, d)))[0]
+    y = np.arange(300) % 3
+    problem = LMNNProblem(X, y, k=2)
+    Xc = X - X.mean(0)
+    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    share = np.cumsum(s**2) / np.sum(s**2)
+    q = max(32, next(i + 1 for i in range(d) if share[i] >= 0.97))
+    M0 = solver._euclidean_start(problem)
+    if expected == "cut":
+        assert 32 < q <= 48  # the data leave out more than a quarter of the directions
+        np.testing.assert_allclose(M0, Vt[:q].T @ Vt[:q], atol=1e-10)
+        assert np.linalg.matrix_rank(M0, tol=1e-8) == q
+    else:
+        assert q > 48
+        np.testing.assert_array_equal(M0, np.eye(d))
+    result = solve(problem, tol=1e-4)  # the default start, certified from it
+    assert result.converged and result.certificate.verify().certified
+
+
+def test_the_default_start_keeps_every_direction_of_few_features(iris):
+    np.testing.assert_array_equal(solver._euclidean_start(iris), np.eye(4))
+
+
 def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_floor():
     rng = np.random.default_rng(0)
     W = np.linalg.qr(rng.normal(size=(40, 40)))[0]
