@@ -35,8 +35,9 @@ cluster's impostor multipliers by its own).
    steps in ``L`` end on negative curvature within ``M``'s range (design note, "Where
    ``G`` is indefinite").
    Before the first search, every later one, every escape and at the end of every stage
-   the rows of ``L`` (square at the start, unless ``M0`` has a low rank) are cut to the metrics' rank and a margin when
-   that saves a quarter of them (``_narrowed``), so that at a low-rank optimum the products
+   the rows of ``L`` (square at the start unless the starting metric has a low rank, as
+   ``_euclidean_start``'s may) are cut to the metrics' rank and a margin when that saves a
+   quarter of them (``_narrowed``), so that at a low-rank optimum the products
    cost ``O(n p r)``, not ``O(n r^2)``; escapes add rows.
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``INITIAL_GAMMA``
    (several metrics: wider while few triplets are in transition, ``_first_width``)
