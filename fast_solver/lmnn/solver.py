@@ -92,6 +92,7 @@ from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
+from lmnn_sdp.core.principal import principal_axes
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import check_psd, project_psd, psd_factor
 from lmnn_sdp.core.space import sphered_space
@@ -772,17 +773,11 @@ def _euclidean_start(problem: LMNNProblem) -> np.ndarray:
     inputs that hold all but ``START_TAIL`` of their variance, at least ``MIN_START_RANK`` of
     them; the identity when that keeps more than ``NARROW_BELOW`` of the d directions.
 
-    A learned metric has fewer directions than d (at 300 PCA dimensions of Fashion-MNIST, 83),
-    and a start on the rest costs Newton iterations at full width (design note, "The
-    starting rank")."""
+    A learned metric has fewer directions than d, and a start on the rest costs Newton
+    iterations at full width (design note, "The starting rank")."""
     d = problem.n_features
-    Xc = problem.X_centered
-    variance, U = np.linalg.eigh(Xc.T @ Xc)
-    variance, U = np.maximum(variance[::-1], 0.0), U[:, ::-1]
-    total = variance.sum()
-    if not total > 0:
-        return np.eye(d)
-    q = max(MIN_START_RANK, int(np.searchsorted(np.cumsum(variance) / total, 1.0 - START_TAIL)) + 1)
+    U, s = principal_axes(problem.X_centered, START_TAIL)
+    q = max(MIN_START_RANK, s)
     if q > NARROW_BELOW * d:
         return np.eye(d)
     return U[:, :q] @ U[:, :q].T

@@ -67,10 +67,26 @@ def principal_coordinates(Z: np.ndarray, tail: float = SEARCH_TAIL) -> tuple[np.
     (4, 2)
     """
     centred = Z - Z.mean(axis=0)
+    Q, s = principal_axes(centred, tail)
+    return centred @ Q[:, :s], np.einsum("nr,nr->n", centred, centred)
+
+
+def principal_axes(centred: np.ndarray, tail: float) -> tuple[np.ndarray, int]:
+    """The eigenvectors ``Q`` (r, r) of the scatter ``centred^T centred``, largest first, and the
+    fewest ``s`` of them whose eigenvalues hold all but ``tail`` of its trace.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp.core.principal import principal_axes
+    >>> Q, s = principal_axes(np.array([[-2.0, 0.0], [2.0, 0.0], [0.0, 0.1], [0.0, -0.1]]), tail=1e-2)
+    >>> s, np.abs(Q[:, 0]).tolist()
+    (1, [1.0, 0.0])
+    """
     eigenvalues, Q = np.linalg.eigh(centred.T @ centred)
     left_out = np.cumsum(eigenvalues)  # ascending: the trace of the i + 1 smallest
     s = len(eigenvalues) - int(np.count_nonzero(left_out <= tail * left_out[-1])) if len(left_out) else 0
-    return centred @ Q[:, ::-1][:, :s], np.einsum("nr,nr->n", centred, centred)
+    return Q[:, ::-1], s
 
 
 def unit_scale(sq_norms: np.ndarray) -> float:
