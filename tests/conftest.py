@@ -1,6 +1,7 @@
 """Fixtures shared by the test folders: ``kill_during`` runs a fit in a child process and
 kills it with SIGKILL, for the checkpoint tests of every fit; ``thin_tail_points`` makes points
-whose scatter has a thin tail, for the tests of principal coordinates."""
+whose scatter has a thin tail, for the tests of principal coordinates. With pytest-xdist
+(``-n``), the workers share the cores (``pytest_configure``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from lmnn_sdp.core.machine import THREAD_VARIABLES, available_cores
+
+
+def pytest_configure(config):
+    """Under ``pytest -n N``, give each of the N worker processes its share of the cores for
+    BLAS, OpenMP and numba (unless the caller set those variables), so that N workers with a
+    thread per core each do not contend for the cores. Set in the controller, whose
+    environment the workers and the processes they start inherit before they import numpy
+    or numba; the controller runs no tests."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not workers or hasattr(config, "workerinput"):
+        return
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(max(1, available_cores() // workers)))
+
 
 _CHILD = ("import pickle, sys\n"
           "fit, args, kwargs = pickle.load(open(sys.argv[1], 'rb'))\n"

@@ -1,9 +1,13 @@
 """The core dependencies' lower bounds in pyproject.toml are the versions CI tests: the
 constraints file .ci/lowest-versions.txt (used by .ci/lowest) pins exactly these packages at
-exactly these bounds. Parsed with regular expressions, so it runs on Python 3.10 (no tomllib)."""
+exactly these bounds. Parsed with regular expressions, so it runs on Python 3.10 (no tomllib).
+CI runs the README's test command, whose workers share the cores."""
 
+import os
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -61,3 +65,23 @@ def test_the_lowest_job_uses_the_constraints_and_ci_runs_it():
 def test_the_tests_the_lowest_job_leaves_out_exist():
     ignored = re.findall(r"--ignore=(\S+)", (ROOT / ".ci" / "lowest").read_text())
     assert ignored and all((ROOT / path).is_file() for path in ignored), ignored
+
+
+def test_ci_runs_the_readmes_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"&& (python -m pytest[^#\n]*?)\s*# the tests \(what CI runs\)", readme)
+    assert command, "the README names no test command"
+    assert command.group(1).replace("python ", "python3 ", 1) + "\n" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_each_worker_of_pytest_n_loads_blas_and_numba_with_its_share_of_the_cores(request):
+    if not getattr(request.config, "workerinput", None):
+        pytest.skip("runs in a worker of pytest -n (pytest-xdist), as CI runs the tests")
+    import numba
+    from threadpoolctl import threadpool_info
+
+    threads = os.environ.get("NUMBA_NUM_THREADS")
+    assert threads is not None, "tests/conftest.py gave the workers no thread count"
+    assert numba.config.NUMBA_NUM_THREADS == int(threads)
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and set(blas) == {int(os.environ["OPENBLAS_NUM_THREADS"])}

@@ -1,8 +1,11 @@
-"""The cores this process may use, on any platform."""
+"""The cores this process may use, on any platform, and the variables that set its threads."""
 
 from __future__ import annotations
 
 import os
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# read by BLAS, OpenMP and numba when they load: the threads of a process started with them
 
 
 def available_cores() -> int:

@@ -112,7 +112,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmnn_sdp.core.machine import available_cores
+from lmnn_sdp.core.machine import THREAD_VARIABLES, available_cores
 from validation import peers, records
 from validation.benchmarks.common import ProcessTimeout, compile_solver, growth_exponent, in_fresh_process, knn_error
 from validation.records import Recorder, add_record_option, code_version, module_command, read_record, write_text_atomic
@@ -140,7 +140,6 @@ GROWTH_COLUMNS = ("solver", "target", "axis", "fixed", "from_size", "to_size", "
 FORMATS = {"seconds": ".1f", "gap": ".2e", "objective": ".8g", "lower": ".8g", "peak_gib": ".2f",
            "error": ".2%", "vs_pylmnn": ".2f", "vs_metric_learn": ".2f", "exponent": ".2f",
            "from_s": ".1f", "to_s": ".1f"}
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

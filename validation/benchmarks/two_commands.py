@@ -53,7 +53,7 @@ def main() -> int:
                                    "'clarabel', 'scs', 'numba')))"], capture_output=True, text=True).stdout.strip()
     summary = "; ".join(line for line in job_out.splitlines() if " passed (" in line or line.startswith("FAILED"))
     summary += f" (exit {job_code})"
-    rows = [{"command": "`bash .ci/run` (install, ruff, `python -m pytest -q`; the docs; `.ci/lowest`)", "seconds": ci_seconds,
+    rows = [{"command": "`bash .ci/run` (install, ruff, `python -m pytest -q -n auto`; the docs; `.ci/lowest`)", "seconds": ci_seconds,
              "outcome": "; ".join(f"{job} pytest: {passed} in {float(seconds):.0f} s" for job, (passed, seconds)
                                   in zip(("main job's", "lowest versions'"), runs))},
             {"command": "`python -m validation --report docs/results` (first run, numba compiling)",
