@@ -85,6 +85,9 @@ class FastLMNNResult(CertifiedResult):
     n_iter : int
         Newton iterations over all stages.
     n_stages, n_searches, n_evaluations, n_hessian_products : int
+    n_retreats : int
+        Newton calls taken back because the impostor search after them found that they had
+        raised ``F_gamma`` (``solver._Run._retract``).
     search_fraction : float
         Points searched per exact search, as a fraction of ``n``.
     n_active : int
@@ -128,6 +131,7 @@ class FastLMNNResult(CertifiedResult):
     n_hessian_products: int
     search_fraction: float
     n_active: int
+    n_retreats: int
     active_triplets: np.ndarray
     stages: list = field(default_factory=list)
     upper_path: list = field(default_factory=list)

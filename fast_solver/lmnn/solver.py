@@ -17,7 +17,9 @@ cluster's impostor multipliers by its own).
    ``gamma``) over ``L`` with ``M_w = L^T L``, on the pairs found by an exact
    impostor search (``fast_solver.lmnn.working_set``). The set is searched again
    when the metric has moved by ``STALE_DRIFT`` (relative, spectral norm) since
-   the last search, and at the end of every stage.
+   the last search, and at the end of every stage. Newton's iterations between two
+   searches are kept only if ``F_gamma`` over all triplets fell; otherwise they start
+   again from where they began, on both sets and within a shorter radius (``_Run._retract``).
 3. **Second order.** The Newton iterations are a trust-region method with
    truncated conjugate gradients and an exact line search along each step
    (``fast_solver.lmnn.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
@@ -114,6 +116,8 @@ UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certific
 # ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
 RETRY_BELOW = 0.5  # after a failed proof, the stages aim at this fraction of its estimated gap
 STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
+RETREAT = 0.25  # of the length of a Newton call's move that the renewed set rejects: the radius of
+# the next call, from its start (``_Run._retract``)
 SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
 RANK_FLOOR = 1e-8  # eigenvalues of M_c at most this fraction of its largest count as null (``_narrowed``)
 RANK_MARGIN = 0.25  # rows that ``_narrowed`` keeps beyond the rank, as a fraction of it,
@@ -121,12 +125,12 @@ MIN_MARGIN = 8  # and at least this many
 NARROW_BELOW = 0.75  # ``L`` is narrowed only to at most this fraction of its rows
 START_TAIL = 0.03  # the default start: the principal directions that hold all but this fraction of
 MIN_START_RANK = 32  # the inputs' variance, at least this many (``_euclidean_start``)
-ITERATIONS = 13  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
+ITERATIONS = 14  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
 # products of the stacked graphs of several clusters at up to 32 coordinates, 10: narrow L and Hessian
 # products from Z = X L^T, 11: narrow starts and escapes, 12: an escape's line searches from one
-# ray's coefficients, the drift from eigenvalues, 13: the default start on principal directions), in its
+# ray's coefficients, the drift from eigenvalues, 13: the default start on principal directions, 14: retractions), in its
 # fingerprint
 
 
@@ -317,12 +321,13 @@ class _Run:
         self._proved_for: tuple[_Candidate, _Candidate] | None = None  # the candidates of ``certificate``
         self.stages: list[Stage] = []
         self.upper_path: list[tuple[float, float]] = []  # (elapsed, upper) at each improvement
-        self.n_iter = self.n_evaluations = self.n_hessian_products = 0
+        self.n_iter = self.n_evaluations = self.n_hessian_products = self.n_retreats = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
         self.gamma = INITIAL_GAMMA  # the stage's width
         self.aim = tol  # the estimated gap a stage stops at: tol, lowered by every failed proof
         self.prior: tuple[np.ndarray, np.ndarray] | None = None  # pair keys i n + l (P,), multipliers (P, k)
+        self.retreat: float | None = None  # the next Newton call's radius after a retraction (``_retract``)
 
     def solve(self, L: np.ndarray, max_iter: int, callback, progress: bool) -> FastLMNNResult:
         saved = self.checkpoint.load()
@@ -370,16 +375,27 @@ class _Run:
         """Newton iterations at ``self.gamma`` (``nit`` spent already): a fresh search whenever
         the metric leaves the region where the working set is provably complete, an escape
         step (``_escape``) whenever the negative eigenvalues of ``G`` dominate the estimated
-        gap. The start of every Newton call is a restart point (``_state``)."""
+        gap. The start of every Newton call is a restart point (``_state``).
+
+        A Newton call that starts where its set holds every triplet with a loss (``F_gamma``
+        there is its value over all triplets) is kept only if ``F_gamma`` over all triplets,
+        on the set renewed where it ended, is lower. Otherwise the pairs the renewed set
+        added had been left out of its model: it is retracted (``_retract``)."""
         gamma = self.gamma
         while True:
             if self.checkpoint.due():
                 self.checkpoint.save(self._state(stop=None, objective=objective, L=L, nit=nit))
-            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar)
+            start, radius, self.retreat = L, self.retreat, None
+            complete = radius is not None or self._searched_at(objective, L)
+            before = objective.evaluate(L, gamma).value if complete else None
+            L, taken, stop = self._newton(objective, L, gamma, max_iter - self.n_iter, bar, radius)
             nit += taken
             if stop == "stale" and self.n_iter < max_iter:
+                moved, kept = np.linalg.norm(L - start), objective.ws
                 L = _narrowed(L)
                 objective = self._renew(L, objective)
+                if before is not None and not objective.evaluate(L, gamma).value < before:
+                    objective, L = self._retract(objective, kept, start, moved)
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
@@ -394,11 +410,24 @@ class _Run:
                 return objective, L, nit, stop
             L = escaped
 
+    def _retract(self, renewed: SmoothedObjective, kept: WorkingSet, start: np.ndarray, moved: float):
+        """Back to ``start``, where the Newton call that moved ``L`` by ``moved`` (Frobenius)
+        began on the set ``kept``, complete there: the objective on ``kept`` and the ``renewed``
+        set together, so the next steps see the pairs that made the last one fail, within a
+        trust radius of ``RETREAT moved``."""
+        renewed.release()
+        both = WorkingSet.from_pairs(np.concatenate([kept.owner, renewed.ws.owner]),
+                                     np.concatenate([kept.impostors, renewed.ws.impostors]), len(kept.ptr) - 1)
+        self.retreat = RETREAT * moved
+        self.n_retreats += 1
+        return self._objective(both), start
+
     # -- one stage ------------------------------------------------------------
-    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar):
-        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5); when
-        the working set was searched at ``L`` (``_searched_at``) the first evaluation is eq. 14
-        there and is offered as an upper bound."""
+    def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar, radius: float | None = None):
+        """Trust-region Newton on ``F_gamma`` from ``L`` (module docstring, steps 3 and 5), with
+        trust radius ``radius`` (default ``INITIAL_RADIUS |L|``); when the working set was searched
+        at ``L`` (``_searched_at``) the first evaluation is eq. 14 there and is offered as an upper
+        bound."""
         tic = time.perf_counter()
         shape = L.shape
         exact = [self._searched_at(objective, L)]
@@ -406,8 +435,8 @@ class _Run:
 
         def fun(x):
             t, moved[0] = moved[0], None
-            ev = objective.advance(t) if t is not None else None
-            if ev is None or not np.array_equal(ev.L.ravel(), x):
+            ev = objective.advance(t) if t is not None else objective.current
+            if ev is None or ev.gamma != gamma or not np.array_equal(ev.L.ravel(), x):
                 ev = objective.evaluate(x.reshape(shape), gamma)
             if exact[0]:
                 exact[0] = False
@@ -439,7 +468,7 @@ class _Run:
 
         result = trust_region.minimize(
             fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), line, L.ravel(),
-            radius=INITIAL_RADIUS * np.linalg.norm(L), max_iter=budget, stop=stop,
+            radius=INITIAL_RADIUS * np.linalg.norm(L) if radius is None else radius, max_iter=budget, stop=stop,
             max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x),
             preconditioner=lambda: _flat(objective.preconditioner(), shape))
         self.n_iter += result.nit
@@ -540,12 +569,13 @@ class _Run:
         and the stage's Newton iterations ``nit`` so far) or at its end (why it ``stop``-ped)."""
         state = {"stop": stop, "max_iter": max_iter, "upper": vars(self.upper), "lower": vars(self.lower),
                  "stages": [vars(stage) for stage in self.stages], "upper_path": list(self.upper_path),
-                 "counters": (self.n_iter, self.n_evaluations, self.n_hessian_products),
+                 "counters": (self.n_iter, self.n_evaluations, self.n_hessian_products, self.n_retreats),
                  "searches": (self.search.n_searches, self.search.points_searched),
                  "timings": dict(self.timings), "elapsed": time.perf_counter() - self.start_time}
         if stop is None:
             own = None if objective.ws is self.search.working_set else vars(objective.ws)
-            state.update(L=L, nit=nit, gamma=self.gamma, aim=self.aim, prior=self.prior, search=self.search.state(),
+            state.update(L=L, nit=nit, gamma=self.gamma, aim=self.aim, prior=self.prior, retreat=self.retreat,
+                         search=self.search.state(),
                          working_set=own, evaluations=(objective.n_evaluations, objective.n_hessian_products))
         return state
 
@@ -555,14 +585,14 @@ class _Run:
         self.upper, self.lower = _Candidate(**state["upper"]), _Candidate(**state["lower"])
         self.stages = [Stage(**stage) for stage in state["stages"]]
         self.upper_path = [tuple(point) for point in state["upper_path"]]
-        self.n_iter, self.n_evaluations, self.n_hessian_products = state["counters"]
+        self.n_iter, self.n_evaluations, self.n_hessian_products, self.n_retreats = state["counters"]
         self.search.n_searches, self.search.points_searched = state["searches"]
         self.timings = dict(state["timings"])
         self.start_time = time.perf_counter() - state["elapsed"]
         if state["stop"] is not None:
             return None
         self.search.restore(state["search"])
-        self.gamma, self.aim, self.prior = state["gamma"], state["aim"], state["prior"]
+        self.gamma, self.aim, self.prior, self.retreat = state["gamma"], state["aim"], state["prior"], state["retreat"]
         ws = self.search.working_set if state["working_set"] is None else WorkingSet(**state["working_set"])
         objective = self._objective(ws)
         objective.n_evaluations, objective.n_hessian_products = state["evaluations"]
@@ -615,7 +645,7 @@ class _Run:
         return FastLMNNResult(
             certificate=certificate, status=status, message=message,
             n_iter=self.n_iter, n_stages=len(self.stages), n_searches=self.search.n_searches,
-            n_evaluations=self.n_evaluations, n_hessian_products=self.n_hessian_products,
+            n_evaluations=self.n_evaluations, n_hessian_products=self.n_hessian_products, n_retreats=self.n_retreats,
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,
             n_active=len(self.upper.triplets), active_triplets=self.upper.triplets,
             stages=list(self.stages), upper_path=list(self.upper_path), timings=dict(self.timings))
@@ -651,7 +681,7 @@ def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
     return FastLMNNResult(
         certificate=certificate, status=CONVERGED if certificate.certified else STALLED,
         message=message, n_iter=0, n_stages=0, n_searches=0,
-        n_evaluations=0, n_hessian_products=0, search_fraction=0.0, n_active=len(triplets),
+        n_evaluations=0, n_hessian_products=0, n_retreats=0, search_fraction=0.0, n_active=len(triplets),
         active_triplets=triplets, timings={"total": time.perf_counter() - start})
 
 

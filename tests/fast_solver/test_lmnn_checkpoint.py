@@ -25,8 +25,9 @@ def _problem(mu=0.5):
 def _assert_same_solve(a, b):
     """Bit-for-bit the same solve (timings and the stages' elapsed seconds aside)."""
     assert np.array_equal(a.metric, b.metric)
-    assert (a.upper, a.lower, a.status, a.n_iter, a.n_evaluations, a.n_hessian_products, a.n_searches) == \
-        (b.upper, b.lower, b.status, b.n_iter, b.n_evaluations, b.n_hessian_products, b.n_searches)
+    assert (a.upper, a.lower, a.status, a.n_iter, a.n_evaluations, a.n_hessian_products, a.n_searches,
+            a.n_retreats) == \
+        (b.upper, b.lower, b.status, b.n_iter, b.n_evaluations, b.n_hessian_products, b.n_searches, b.n_retreats)
     assert a.search_fraction == b.search_fraction and np.array_equal(a.active_triplets, b.active_triplets)
     assert np.array_equal(a.certificate.multipliers, b.certificate.multipliers)
     strip = [{**vars(s), "elapsed": 0.0} for s in a.stages]
@@ -72,6 +73,28 @@ def test_a_solve_interrupted_at_restart_points_resumes_bit_for_bit(tmp_path, mon
             solve(problem, checkpoint=path, **options)
         monkeypatch.undo()
         _assert_same_solve(solve(problem, checkpoint=path, **options), reference)
+
+
+def test_a_solve_interrupted_right_after_a_retraction_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """The restart point after a retraction holds its shorter radius and the union of the sets."""
+    problem = LMNNProblem(*load_iris(return_X_y=True), k=3, mu=0.5)  # class metrics retract once
+    options = dict(tol=1e-6, clusters=problem.label_codes, checkpoint_interval=0)
+    retracted, original = [], Checkpoint.save
+
+    def save(self, state):
+        original(self, state)
+        retracted.append(state.get("multi", {}).get("retreat") is not None)
+
+    monkeypatch.setattr(Checkpoint, "save", save)
+    reference = solve(problem, checkpoint=tmp_path / "count.ckpt", **options)
+    monkeypatch.undo()
+    assert reference.n_retreats >= 1 and reference.converged
+    point = retracted.index(True) + 1
+    _interrupt_at(monkeypatch, point)
+    with pytest.raises(_Killed):
+        solve(problem, checkpoint=tmp_path / "fit.ckpt", **options)
+    monkeypatch.undo()
+    _assert_same_solve(solve(problem, checkpoint=tmp_path / "fit.ckpt", **options), reference)
 
 
 def test_a_solve_on_narrow_factors_resumes_bit_for_bit(tmp_path, monkeypatch):

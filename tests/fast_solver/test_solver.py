@@ -305,6 +305,27 @@ def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, mo
     assert all(later <= solver.RETRY_BELOW * earlier for earlier, later in zip(proofs, proofs[1:]))
 
 
+def test_a_newton_call_that_raises_the_objective_over_all_triplets_is_taken_back(iris, monkeypatch):
+    """Within a stage, ``F_gamma`` over all triplets never rises from one Newton call's start to
+    the next (where the set holds every triplet with a loss): a call that raised it once the
+    search after it found the pairs it had activated starts again from where it began (iris with
+    class metrics: one such call, at the first width)."""
+    starts, newton = [], solver._Run._newton
+
+    def spy(self, objective, L, gamma, budget, bar, radius=None):
+        if radius is not None or self._searched_at(objective, L):
+            starts.append((gamma, objective.evaluate(L, gamma).value, radius is not None))
+        return newton(self, objective, L, gamma, budget, bar, radius)
+
+    monkeypatch.setattr(solver._Run, "_newton", spy)
+    result = solve(iris, np.eye(4), clusters=iris.label_codes, tol=1e-6)
+    for (gamma, before, _), (width, after, retracted) in zip(starts, starts[1:]):
+        if width == gamma:
+            assert after <= before * (1 + 1e-12)
+            assert not retracted or after == pytest.approx(before, rel=1e-12)
+    assert result.converged and result.n_retreats == sum(retracted for _, _, retracted in starts) >= 1
+
+
 def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris):
     """After a multiplier update, an objective on another working set shifts each pair it
     shares with the update by that pair's multipliers, and the others by none."""
