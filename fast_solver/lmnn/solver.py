@@ -395,7 +395,7 @@ class _Run:
                 L = _narrowed(L)
                 objective = self._renew(L, objective)
                 if before is not None and not objective.evaluate(L, gamma).value < before:
-                    objective, L = self._retract(objective, kept, start, moved)
+                    objective, L = self._retract(objective, kept, moved), start
                 continue
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
@@ -410,17 +410,17 @@ class _Run:
                 return objective, L, nit, stop
             L = escaped
 
-    def _retract(self, renewed: SmoothedObjective, kept: WorkingSet, start: np.ndarray, moved: float):
-        """Back to ``start``, where the Newton call that moved ``L`` by ``moved`` (Frobenius)
-        began on the set ``kept``, complete there: the objective on ``kept`` and the ``renewed``
-        set together, so the next steps see the pairs that made the last one fail, within a
-        trust radius of ``RETREAT moved``."""
+    def _retract(self, renewed: SmoothedObjective, kept: WorkingSet, moved: float) -> SmoothedObjective:
+        """The objective to start again from where the Newton call that moved ``L`` by ``moved``
+        (Frobenius) began on the set ``kept``, complete there: on ``kept`` and the ``renewed`` set
+        together, so the next steps see the pairs that made the last ones fail, within a trust
+        radius of ``RETREAT moved``."""
         renewed.release()
         both = WorkingSet.from_pairs(np.concatenate([kept.owner, renewed.ws.owner]),
                                      np.concatenate([kept.impostors, renewed.ws.impostors]), len(kept.ptr) - 1)
         self.retreat = RETREAT * moved
         self.n_retreats += 1
-        return self._objective(both), start
+        return self._objective(both)
 
     # -- one stage ------------------------------------------------------------
     def _newton(self, objective: SmoothedObjective, L, gamma, budget, bar, radius: float | None = None):
