@@ -31,4 +31,4 @@ def test_the_command_certifies_both_solves_and_a_second_run_resumes_them(tmp_pat
     assert [row["resumed"] for row in second] == ["True", "True", "True"]
     for row, again in zip(first, second):  # the same solves, read back from their checkpoints
         assert (again["upper"], again["lower"], again["newton"]) == (row["upper"], row["lower"], row["newton"])
-    assert sorted(path.suffix for path in (tmp_path / "checkpoints").iterdir()) == [".ckpt", ".ckpt"]
+    assert sorted(path.name.rsplit("-", 1)[1] for path in (tmp_path / "checkpoints").iterdir()) == ["classes.ckpt", "start.ckpt"]

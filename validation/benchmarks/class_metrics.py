@@ -13,9 +13,10 @@ after a small solve that fills numba's cache (``common.compile_solver``):
    ``MultiMetricLMNN`` starts them;
 2. ``class metrics``: one metric per class (eq. 16) from that metric, to ``tol``.
 
-Each solve saves its state every minute in a file of ``--checkpoints`` named by the code
-version and the arguments; the same command at the same code version resumes each solve
-from its file (a finished solve returns at once). The last row sums the two.
+Each solve prints a line at the end of each of its stages and saves its state every minute
+in a file of ``--checkpoints`` named by the code version and the arguments; the same command
+at the same code version resumes each solve from its file (a finished solve returns at
+once). The last row sums the two.
 
 The record ``docs/results/class-metrics.md`` and ``.csv`` (``--record NAME`` names it,
 ``--no-record`` skips it) is rewritten after each solve. Its columns:
@@ -91,14 +92,15 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
     """The two solves and their sum: the record's rows (``COLUMNS``); ``record`` (if given)
     gets the rows so far after each."""
     checkpoints.mkdir(parents=True, exist_ok=True)
-    stem = checkpoints / f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:g}"
-    arrays = stem.with_suffix(".npz")
+    stem = f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:.0e}"
+    arrays = checkpoints / f"{stem}.npz"
     if not arrays.exists():
         np.savez(arrays, *load_cell(data, n, d))
     compile_solver()
     rows: list[dict] = []
     for solve in (START, CLASSES):
-        measured = in_fresh_process(fit, str(arrays), solve, tol, f"{stem}-{'start' if solve == START else 'classes'}.ckpt")
+        checkpoint = checkpoints / f"{stem}-{'start' if solve == START else 'classes'}.ckpt"
+        measured = in_fresh_process(fit, str(arrays), solve, tol, str(checkpoint))
         rows.append({"n": n, "d": d, "solve": solve, **measured, "commit": code_version()})
         print(" | ".join(f"{key} {rows[-1][key]}" for key in COLUMNS if key not in ("n", "d")), flush=True)
         if record is not None:
@@ -113,7 +115,7 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
     if record is not None:
         record(rows)
     arrays.unlink()
-    arrays.with_suffix(".start.npy").unlink()
+    start_metric(arrays).unlink()
     return rows
 
 
@@ -129,19 +131,22 @@ def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
 
     with np.load(arrays) as saved:
         X, y, X_test, y_test = (saved[f"arr_{index}"] for index in range(4))
-    start_metric = Path(arrays).with_suffix(".start.npy")
     resumed = os.path.exists(checkpoint)
     tic = time.perf_counter()
     problem = LMNNProblem(X, y, k=K, mu=MU)
+    def progress(stage) -> None:
+        print(f"  {solve}, stage {stage.stage}: gamma {stage.gamma:.3g}, {stage.newton_iterations} iterations, "
+              f"ends {stage.elapsed:.0f} s, estimated gap {stage.relative_gap:.3g}", flush=True)
+
     if solve == START:
-        result = fast_solve(problem, tol=tol, checkpoint=checkpoint)
+        result = fast_solve(problem, tol=tol, checkpoint=checkpoint, callback=progress)
     else:
-        result = fast_solve(problem, np.load(start_metric), clusters=problem.label_codes, tol=tol,
-                            checkpoint=checkpoint)
+        result = fast_solve(problem, np.load(start_metric(arrays)), clusters=problem.label_codes, tol=tol,
+                            checkpoint=checkpoint, callback=progress)
     seconds = result.timings["total"] if resumed else time.perf_counter() - tic
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
     if solve == START:
-        np.save(start_metric, result.metric)
+        np.save(start_metric(arrays), result.metric)
         L = result.components
         neighbours = nearest_neighbours(X @ L.T, X_test @ L.T, K)
     else:
@@ -157,6 +162,11 @@ def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
                 newton=result.n_iter, hessian_products=result.n_hessian_products, searches=result.n_searches,
                 retreats=result.n_retreats, resumed=resumed,
                 detail=detail if result.converged else f"{result.message}; {detail}")
+
+
+def start_metric(arrays) -> Path:
+    """The file of ``START``'s metric, beside the arrays."""
+    return Path(arrays).with_name(Path(arrays).stem + "-start-metric.npy")
 
 
 if __name__ == "__main__":
