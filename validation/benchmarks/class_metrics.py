@@ -92,7 +92,7 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
     """The two solves and their sum: the record's rows (``COLUMNS``); ``record`` (if given)
     gets the rows so far after each."""
     checkpoints.mkdir(parents=True, exist_ok=True)
-    stem = f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:.0e}"
+    stem = f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:g}"
     arrays = checkpoints / f"{stem}.npz"
     if not arrays.exists():
         np.savez(arrays, *load_cell(data, n, d))
