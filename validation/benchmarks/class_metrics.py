@@ -94,8 +94,10 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
     checkpoints.mkdir(parents=True, exist_ok=True)
     stem = f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:g}"
     arrays = checkpoints / f"{stem}.npz"
-    if not arrays.exists():
-        np.savez(arrays, *load_cell(data, n, d))
+    if not arrays.exists():  # written whole or not at all, for a run killed and started again
+        part = checkpoints / f"{stem}.part.npz"
+        np.savez(part, *load_cell(data, n, d))
+        os.replace(part, arrays)
     compile_solver()
     rows: list[dict] = []
     for solve in (START, CLASSES):
@@ -121,7 +123,7 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
 
 def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
     """One solve of the module docstring on the arrays saved in ``arrays`` (``np.savez`` of
-    ``load_cell``); ``START``'s metric is saved next to ``checkpoint`` for ``CLASSES``."""
+    ``load_cell``); ``START``'s metric is saved beside them for ``CLASSES`` (``start_metric``)."""
     import resource
 
     from fast_solver import solve as fast_solve
