@@ -46,12 +46,13 @@ def code_version() -> str:
     return commit + ("+changes" if dirty else "")
 
 
-def provenance(command: str | None = None) -> str:
-    """One Markdown line: the command (by default this process's), the code version and the
-    machine."""
+def provenance(command: str | None = None, version: str | None = None) -> str:
+    """One Markdown line: the command (by default this process's), the code version (by
+    default the checkout's now, ``code_version``; a long run passes the one it measured) and
+    the machine."""
     command = command or this_command()
     cpu = platform.processor() or platform.machine()
-    return (f"Written by `{command}` at commit {code_version()} on {cpu}, {available_cores()} "
+    return (f"Written by `{command}` at commit {version or code_version()} on {cpu}, {available_cores()} "
             f"cores, Python {platform.python_version()}, numpy {np.__version__}.")
 
 
@@ -203,11 +204,11 @@ def _csv_cell(value):
 def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str = "",
                  command: str | None = None, columns: Sequence[str] | None = None,
                  formats: Mapping[str, str] | None = None,
-                 directory: Path | None = None) -> tuple[Path, Path]:
+                 directory: Path | None = None, version: str | None = None) -> tuple[Path, Path]:
     """Write the record ``name``: ``directory/name.md`` and ``directory/name.csv``.
 
-    ``name.md`` is ``# title``, the provenance line (``provenance(command)``: the command,
-    the code version, the machine), ``notes`` if any, and the Markdown table of ``rows``
+    ``name.md`` is ``# title``, the provenance line (``provenance(command, version)``: the
+    command, the code version, the machine), ``notes`` if any, and the Markdown table of ``rows``
     (floats to 4 significant digits unless ``formats`` gives the column's format spec).
     ``name.csv`` starts with the comment line ``# <provenance line>``, then the header and
     the same rows at full precision (None and NaN empty); ``read_record`` reads it back.
@@ -232,6 +233,9 @@ def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str =
         Column -> format spec of its numbers in the Markdown (e.g. ``".10g"``, ``".0f"``).
     directory : Path, optional
         Where to write; default ``RESULTS`` (``docs/results``) as the module has it when called.
+    version : str, optional
+        The code version measured, default the checkout's now (``code_version``): a run that
+        outlasts a commit names the version it started at.
 
     Returns
     -------
@@ -250,7 +254,7 @@ def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str =
     [{'n': '10', 'gap': '1.234567e-07'}]
     """
     columns = table_columns(rows, columns)
-    line = provenance(command)
+    line = provenance(command, version)
     head = f"# {title}\n\n{line}\n\n" + (f"{notes.strip()}\n\n" if notes.strip() else "")
     directory = Path(RESULTS if directory is None else directory)
     md = write_text_atomic(directory / f"{name}.md", head + markdown_table(rows, columns, formats))
@@ -290,7 +294,7 @@ class Recorder:
     ----------
     name : str or None
         The record's file name without suffix; None or "" to write nothing.
-    title, notes, command, formats, directory
+    title, notes, command, formats, directory, version
         As for ``write_record``.
     columns : sequence of str, optional
         The table's columns; each row is cut to them before writing (a row without one is a
@@ -304,6 +308,7 @@ class Recorder:
     columns: Sequence[str] | None = None
     formats: Mapping[str, str] = field(default_factory=dict)
     directory: Path | None = None
+    version: str | None = None  # the code version measured (``write_record``)
 
     def __call__(self, rows: Sequence[Mapping]) -> tuple[Path, Path] | None:
         """Write ``rows`` (all the rows so far) as the record; returns its files, or None
@@ -317,7 +322,7 @@ class Recorder:
             rows = [{c: row[c] for c in self.columns} for row in rows]
         return write_record(self.name, rows, title=self.title, notes=self.notes,
                             command=self.command, columns=self.columns, formats=self.formats,
-                            directory=self.directory)
+                            directory=self.directory, version=self.version)
 
 
 def add_record_option(parser: argparse.ArgumentParser, default: str | None,

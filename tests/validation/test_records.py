@@ -45,6 +45,14 @@ def test_record_is_markdown_and_csv_with_the_provenance(tmp_path):
     assert sorted(p.name for p in md.parent.iterdir()) == ["demo.csv", "demo.md"]  # no temporaries
 
 
+def test_a_record_names_the_version_it_was_given_not_the_checkouts(tmp_path):
+    """A run that outlasts a commit names the code it measured."""
+    md, csv_path = write(tmp_path, version="abc1234")
+    line = records.read_record(csv_path)[0]
+    assert " at commit abc1234 on " in line and line in md.read_text()
+    assert line == records.provenance("python -m demo --fast", version="abc1234")
+
+
 def test_csv_rows_round_trip_at_full_precision(tmp_path):
     _, csv_path = write(tmp_path)
     line, rows = records.read_record(csv_path)

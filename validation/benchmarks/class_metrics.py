@@ -80,19 +80,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"{FASHION_TRAIN}, --d at most {FASHION_PIXELS}, got --n {args.n} --d {args.d}")
     if not 0 < args.tol < 1:
         parser.error(f"--tol must lie in (0, 1), got {args.tol}")
+    version = code_version()  # the code measured, whatever the checkout holds by the end
     record = Recorder(args.record, "Multi-metric LMNN at image scale: one certified metric per class",
                       notes=f"{args.data}, n={args.n}, d={args.d}, k={K}, mu={MU}, tol={args.tol:g}; "
                             "each solve in a fresh process.",
-                      command=module_command(MODULE, argv), columns=COLUMNS, formats=FORMATS)
-    rows = run(args.data, args.n, args.d, args.tol, args.checkpoints, record)
+                      command=module_command(MODULE, argv), columns=COLUMNS, formats=FORMATS, version=version)
+    rows = run(args.data, args.n, args.d, args.tol, args.checkpoints, record, version)
     return 0 if all(row["status"] == "certified" for row in rows) else 1
 
 
-def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -> list[dict]:
+def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None,
+        version: str | None = None) -> list[dict]:
     """The two solves and their sum: the record's rows (``COLUMNS``); ``record`` (if given)
-    gets the rows so far after each."""
+    gets the rows so far after each; ``version``: the code version measured (default the
+    checkout's now)."""
+    version = version or code_version()
     checkpoints.mkdir(parents=True, exist_ok=True)
-    stem = f"class-metrics-{code_version()}-{data}-n{n}-d{d}-tol{tol:g}"
+    stem = f"class-metrics-{version}-{data}-n{n}-d{d}-tol{tol:g}"
     arrays = checkpoints / f"{stem}.npz"
     if not arrays.exists():  # written whole or not at all, for a run killed and started again
         part = checkpoints / f"{stem}.part.npz"
@@ -103,7 +107,7 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
     for solve in (START, CLASSES):
         checkpoint = checkpoints / f"{stem}-{'start' if solve == START else 'classes'}.ckpt"
         measured = in_fresh_process(fit, str(arrays), solve, tol, str(checkpoint))
-        rows.append({"n": n, "d": d, "solve": solve, **measured, "commit": code_version()})
+        rows.append({"n": n, "d": d, "solve": solve, **measured, "commit": version})
         print(" | ".join(f"{key} {rows[-1][key]}" for key in COLUMNS if key not in ("n", "d")), flush=True)
         if record is not None:
             record(rows)
@@ -113,7 +117,7 @@ def run(data: str, n: int, d: int, tol: float, checkpoints: Path, record=None) -
                  "seconds": first["seconds"] + second["seconds"], "gap": second["gap"], "upper": second["upper"],
                  "lower": second["lower"], "peak_gib": max(first["peak_gib"], second["peak_gib"]),
                  "error": second["error"], "resumed": first["resumed"] or second["resumed"],
-                 "commit": code_version()})
+                 "commit": version})
     if record is not None:
         record(rows)
     arrays.unlink()

@@ -42,6 +42,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lmnn-sdp-fresh-") as tmp:
         clone, venv = Path(tmp) / "clone", Path(tmp) / "venv"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True,
+                                check=True).stdout.strip()  # the commit measured, whatever HEAD is at the end
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         bin_dir = venv / "bin"
         ci_seconds, ci_out, _ = timed(["bash", ".ci/run"], clone, bin_dir)
@@ -60,7 +62,7 @@ def main() -> int:
              "seconds": job_seconds, "outcome": summary}]
     write_record("two-commands", rows, title="The README's two commands on a fresh clone and a fresh venv",
                  notes=f"Packages: {versions}.", command="python -m validation.benchmarks.two_commands",
-                 formats={"seconds": ".0f"})
+                 formats={"seconds": ".0f"}, version=commit)
     print((RESULTS / "two-commands.md").read_text())
     return 0
 
