@@ -140,9 +140,9 @@ def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
     resumed = os.path.exists(checkpoint)
     tic = time.perf_counter()
     problem = LMNNProblem(X, y, k=K, mu=MU)
+
     def progress(stage) -> None:
-        print(f"  {solve}, stage {stage.stage}: gamma {stage.gamma:.3g}, {stage.newton_iterations} iterations, "
-              f"ends {stage.elapsed:.0f} s, estimated gap {stage.relative_gap:.3g}", flush=True)
+        print(f"  {solve}, stage {stage.stage}: {stage_text(stage)}", flush=True)
 
     if solve == START:
         result = fast_solve(problem, tol=tol, checkpoint=checkpoint, callback=progress)
@@ -158,8 +158,7 @@ def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
     else:
         neighbours = cluster_neighbors(X, result.metric, problem.label_codes, X_test, K)
     error = knn_error(y, neighbours, y_test)
-    stages = "; ".join(f"gamma {stage.gamma:.3g}: {stage.newton_iterations} iterations, ends {stage.elapsed:.0f} s, "
-                       f"estimated gap {stage.relative_gap:.3g}" for stage in result.stages)
+    stages = "; ".join(stage_text(stage) for stage in result.stages)
     timings = ", ".join(f"{key} {value:.1f} s" for key, value in result.timings.items() if key != "total")
     detail = f"{stages}; {timings}"
     return dict(classes=1 if solve == START else len(problem.classes),
@@ -168,6 +167,12 @@ def fit(arrays: str, solve: str, tol: float, checkpoint: str) -> dict:
                 newton=result.n_iter, hessian_products=result.n_hessian_products, searches=result.n_searches,
                 retreats=result.n_retreats, resumed=resumed,
                 detail=detail if result.converged else f"{result.message}; {detail}")
+
+
+def stage_text(stage) -> str:
+    """A ``fast_solver`` ``Stage`` in words: width, iterations, end on the solver's clock, gap."""
+    return (f"gamma {stage.gamma:.3g}: {stage.newton_iterations} iterations, ends {stage.elapsed:.0f} s, "
+            f"estimated gap {stage.relative_gap:.3g}")
 
 
 def start_metric(arrays) -> Path:
