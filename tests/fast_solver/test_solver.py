@@ -305,6 +305,20 @@ def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, mo
     assert all(later <= solver.RETRY_BELOW * earlier for earlier, later in zip(proofs, proofs[1:]))
 
 
+def test_a_stage_that_ends_just_above_tol_is_followed_by_a_lighter_shrink():
+    """Each stage's width is the last one's times ``max(SHRINK, sqrt(tol / (2 gap)))``, the gap
+    estimated at the last one's end: wine to 1e-4 ends its second stage at 1.7e-4, so the third
+    shrinks by about 0.54, not 0.3, and proves tol."""
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    result = solve(LMNNProblem(X, y, k=3, mu=0.5), tol=1e-4)
+    assert result.converged
+    widths = [(stage.gamma, stage.relative_gap) for stage in result.stages]
+    for (gamma, gap), (width, _) in zip(widths, widths[1:]):
+        assert width == pytest.approx(gamma * max(solver.SHRINK, np.sqrt(1e-4 / (2 * gap))), rel=1e-12)
+    assert widths[-1][0] / widths[-2][0] == pytest.approx(0.54, abs=0.01)
+
+
 def test_a_newton_call_that_raises_the_objective_over_all_triplets_is_taken_back(iris, monkeypatch):
     """Within a stage, ``F_gamma`` over all triplets never rises from one Newton call's start to
     the next (where the set holds every triplet with a loss): a call that raised it once the
