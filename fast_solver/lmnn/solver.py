@@ -58,9 +58,9 @@ cluster's impostor multipliers by its own).
    ``converged`` is True only when these prove ``relative_gap <= tol``. The
    certificate is computed once the estimated gap is within ``PROVE_WITHIN`` tol (after
    a failed proof, within the aim it set) and the multipliers' sum within tol of the
-   upper bound (no scale or repair proves more): where the scale into the dual cone costs more than tol, ``prove`` also tries
-   the multipliers lowered along the negative eigenvectors of ``Z``
-   (``bounds.repair_multipliers``). When the estimated gap is below
+   upper bound (no scale or repair proves more): where the scale into the dual cone
+   costs more than tol, ``prove`` also tries the multipliers lowered along the negative
+   eigenvectors of ``Z`` (``bounds.repair_multipliers``). When the estimated gap is below
    ``UNPROVABLE_BELOW`` tol and the certificate still does not prove tol, the solve
    ends ``stalled``: what the proof loses (its rounding allowances) no longer
    shrinks with the iterations.
@@ -697,9 +697,9 @@ def _next_width(gamma: float, gap: float, aim: float) -> float:
     ``gap`` above ``aim``: ``gamma max(SHRINK, sqrt(aim / (2 gap)))``, and ``gamma SHRINK``
     when the gap is already within the aim (what is left to prove is not the smoothing).
     With the multipliers carried over, the gap at a stage's end fell faster than ``gamma^2``
-    in the measured solves; so a stage that ends just above the aim needs a shrink to about half of
-    it, not a whole factor ``SHRINK`` whose narrower Hessian costs a stage of Newton
-    iterations (design note, "Multi-metric LMNN at image scale").
+    in the measured solves; so a stage that ends just above the aim needs a shrink to about
+    half of it, not a whole factor ``SHRINK`` whose narrower Hessian costs a stage of
+    Newton iterations (design note, "Multi-metric LMNN at image scale").
 
     Examples
     --------
