@@ -231,6 +231,18 @@ def test_resume_keeps_the_complete_cells_and_measures_the_others_whole(tmp_path,
     assert kept == again
 
 
+def test_every_row_and_the_provenance_name_the_version_the_run_started_at(tmp_path, monkeypatch):
+    """A commit during a run (here: the checkout's version changes after the first look) does not
+    relabel what was measured: the rows and the record's provenance keep the first version."""
+    versions = iter(["abc1234", *["def5678"] * 100])
+    monkeypatch.setattr(grid, "code_version", lambda: next(versions))
+    rows, _ = run(tmp_path, monkeypatch, "--n", "300", "--d", "5", "--solvers", "fast", "--tols", "1e-2",
+                  "--budget", "300")
+    assert {row["commit"] for row in rows} == {"abc1234"}
+    for name in ("demo.md", "demo-growth.md"):
+        assert "at commit abc1234 " in (tmp_path / name).read_text()
+
+
 def test_resume_needs_a_record(capsys):
     with pytest.raises(SystemExit):
         grid.main(["--data", "synthetic", "--no-record", "--resume"])

@@ -72,7 +72,8 @@ fit. Its columns:
 * ``detail``: stages, searches and timings of our solve, the peer's iteration budget and
   warnings, the progress of a killed fit (our last stage: its end, eq. 14, estimated gap),
   the reason for a skip.
-* ``commit``: the code version the row was measured at (``records.code_version``).
+* ``commit``: the code version the row was measured at (``records.code_version`` when its run
+  started; the record's provenance names the same).
 
 Resuming. ``--resume`` keeps every complete cell of the
 record it writes (the rows the command would produce for that cell, Euclidean, each target of
@@ -153,17 +154,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(missing), file=sys.stderr)
         return 2
     command, notes = module_command(MODULE, argv), protocol_notes(args)
+    version = code_version()  # the code measured, whatever the checkout holds by the end
     record = Recorder(args.record, "Certified LMNN against PyLMNN and metric-learn over n x d", notes=notes,
-                      command=command, columns=COLUMNS, formats=FORMATS)
+                      command=command, columns=COLUMNS, formats=FORMATS, version=version)
     record_growth = Recorder(args.record and f"{args.record}-growth",
                              "Certified LMNN against PyLMNN and metric-learn over n x d: growth exponents",
-                             notes=notes, command=command, columns=GROWTH_COLUMNS, formats=FORMATS)
+                             notes=notes, command=command, columns=GROWTH_COLUMNS, formats=FORMATS, version=version)
     print(f"machine: {available_cores()} cores available; wall-clock times; budget {args.budget:g} s a fit; "
           f"{_threads()}", flush=True)
     earlier = records.RESULTS / f"{args.record}.csv" if args.resume and args.record else None
     kept = complete_cells(read_rows(earlier), args.solvers, args.tols) if earlier and earlier.exists() else {}
     rows = run_grid(args.data, args.n, args.d, args.solvers, args.tols, args.budget, args.max_iter, record,
-                    kept=kept)
+                    kept=kept, version=version)
     growth = growth_rows(rows)
     record_growth(growth)
     _print_growth(growth)
@@ -209,7 +211,8 @@ def _check_arguments(parser: argparse.ArgumentParser, args) -> None:
 
 
 def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[str], tols: Sequence[float],
-             budget: float, max_iter: int, record=None, *, kept: dict | None = None) -> list[dict]:
+             budget: float, max_iter: int, record=None, *, kept: dict | None = None,
+             version: str | None = None) -> list[dict]:
     """Every cell of ``ns`` x ``ds``, smaller ``n`` first: the rows of the record.
 
     Parameters
@@ -231,6 +234,8 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     kept : dict, optional
         Rows of cells measured before, by ``(n, d)`` (``complete_cells``): taken as they are,
         not measured again.
+    version : str, optional
+        The code version the new rows name (default: the checkout's when the run starts).
 
     Returns
     -------
@@ -240,6 +245,7 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
         upper]`` per improvement of the upper bound).
     """
     rows: list[dict] = []
+    version = version or code_version()
     solvers = sorted(solvers, key=SOLVERS.index)
     kept = kept or {}
     if "fast" in solvers and any((n, d) not in kept for n in ns for d in ds):
@@ -247,7 +253,7 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     with tempfile.TemporaryDirectory(prefix="high-d-grid-") as folder:
         for n in ns:
             for d in ds:
-                cell = Cell(n, d, Path(folder), rows, record)
+                cell = Cell(n, d, Path(folder), rows, record, version)
                 if (n, d) in kept:
                     for row in kept[n, d]:
                         cell.add(row)
@@ -267,15 +273,16 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
 
 class Cell:
     """One cell of the grid: its size, its arrays' file, its rows (also appended to ``rows``,
-    all of them recorded after every row)."""
+    all of them recorded after every row), each new one naming ``version``."""
 
-    def __init__(self, n: int, d: int, folder: Path, rows: list[dict], record=None):
+    def __init__(self, n: int, d: int, folder: Path, rows: list[dict], record, version: str):
         self.n, self.d, self.folder, self.all_rows, self.record = n, d, folder, rows, record
+        self.version = version
         self.arrays = folder / f"n{n}-d{d}.npz"
         self.rows: list[dict] = []
 
     def add(self, row: dict) -> dict:
-        row = {**row, "n": self.n, "d": self.d, "commit": row.get("commit") or code_version()}
+        row = {**row, "n": self.n, "d": self.d, "commit": row.get("commit") or self.version}
         self.rows.append(row)
         self.all_rows.append(row)
         self.save()
