@@ -6,7 +6,7 @@ distance to point ``b`` is measured in its cluster's, ``|Z[c(b), a] - Z[c(b), b]
 
 Each kernel walks one point's rows at a time, so threads never write the same
 output row; none allocates more than its outputs. Sums over coordinates may add in any
-order (``SUMS``), so they run in SIMD lanes (measured: docs/design/fast-lmnn-solver.md,
+order (``SUMS``), so they run in SIMD lanes (design note: docs/design/fast-lmnn-solver.md,
 "Preconditioned conjugate gradients"). ``fast_solver.lmnn.smoothed`` wraps
 them; the formulas they compute are written out there and tested against
 brute-force numpy in ``tests/fast_solver/test_smoothed.py``.
@@ -187,7 +187,7 @@ PARALLEL_WORK = 1 << 16  # edges x coordinates below which starting threads cost
 def threads_for(work: int):
     """The compiled loops called inside run on one thread when ``work`` (loop iterations
     times coordinates) is below ``PARALLEL_WORK`` (numba's thread count is per calling
-    thread). Measured: docs/design/fast-lmnn-solver.md, "Threads for small graphs"."""
+    thread). Design note: docs/design/fast-lmnn-solver.md, "Threads for small graphs"."""
     if work >= PARALLEL_WORK:
         yield
         return

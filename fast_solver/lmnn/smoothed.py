@@ -327,7 +327,7 @@ class SmoothedObjective:
         """``2 V G + 2 L S(V)`` (C, p, r) at the last evaluated point (module docstring), ``S(V)``
         from float32 inputs: conjugate gradients need the product only to their forcing
         tolerance, far above float32's rounding; values, gradients and ``G`` stay float64.
-        Measured: docs/design/fast-lmnn-solver.md, "Preconditioned conjugate gradients"."""
+        Design note: docs/design/fast-lmnn-solver.md, "Preconditioned conjugate gradients"."""
         self.n_hessian_products += 1
         ev = self.current
         out = 2.0 * np.matmul(V, ev.dual_matrix)
