@@ -63,7 +63,10 @@ cluster's impostor multipliers by its own).
    eigenvectors of ``Z`` (``bounds.repair_multipliers``). When the estimated gap is below
    ``UNPROVABLE_BELOW`` tol and the certificate still does not prove tol, the solve
    ends ``stalled``: what the proof loses (its rounding allowances) no longer
-   shrinks with the iterations.
+   shrinks with the iterations. When every impostor can be pushed out along the null
+   space of its cluster's pull matrix (``ClusterWhitening.every_impostor_killable``, as
+   with fewer points than features), eq. 14's optimum is 0: the solve ends at once with
+   that metric, ``stalled``, since no relative gap proves 0.
 
 Within a stage the Newton iterations stop when the estimated gap is no longer
 dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
@@ -338,6 +341,9 @@ class _Run:
             return self._result(self.upper.metric, saved["stop"], saved["max_iter"])
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
+        if saved is None and self.whitening.every_impostor_killable(self.problem.label_codes):
+            self.upper = _Candidate(0.0, metric=np.zeros_like(_gram(L)), triplets=self.lower.triplets)
+            return self._result(self.upper.metric, "zero")  # pushed out along the null spaces
         if saved is None:
             L = _narrowed(L)  # a start of low rank, as the LMNN optimum that starts class metrics
             objective, nit = self._renew(L), 0
@@ -369,6 +375,8 @@ class _Run:
                     objective.prior = self.prior[1]
                     self.gamma = _next_width(gamma, self._estimated_gap(), self.aim)
                 nit = 0
+            else:
+                return self._result(self.upper.metric, "stages")
         finally:
             bar.close()
         return self._result(self.upper.metric, "max_iter", max_iter)
@@ -617,8 +625,9 @@ class _Run:
             callback(stage)
 
     def _result(self, M_w: np.ndarray, stop: str, max_iter: int = 0) -> FastLMNNResult:
-        """The result at ``M_w``; ``stop`` is why the iterations ended ("mu=0", "proved" or
-        "max_iter"), and the certificate alone decides ``converged``."""
+        """The result at ``M_w``; ``stop`` is why the iterations ended ("mu=0", "proved",
+        "max_iter", "stages" (``MAX_STAGES``), "unprovable" or "zero" (every impostor killable)),
+        and the certificate alone decides ``converged``."""
         if self.problem.mu == 0.0:
             self.upper = _Candidate(0.0, metric=M_w, triplets=np.empty((0, 3), np.intp))
         self.checkpoint.save(self._state(stop, max_iter=max_iter))
@@ -628,10 +637,20 @@ class _Run:
             message = "converged: " + {"mu=0": "mu = 0, so M = 0 is optimal",
                                        "proved": "the certified gap is below tol",
                                        "max_iter": "the certified gap is below tol (proved at the "
-                                                   "iteration limit)"}[stop]
+                                                   "iteration limit)",
+                                       "zero": "eq. 14 is 0 at the metric, exactly in float64"}[stop]
         elif stop == "max_iter":
             message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
                        "certified gap reached tol")
+        elif stop == "stages":
+            message = f"not converged: {MAX_STAGES} stages ended before the certified gap reached tol"
+        elif stop == "zero":
+            message = ("not converged: eq. 14's optimum is 0, since every impostor has a component on "
+                       "the null space of its cluster's pull matrix (as when the points are fewer than "
+                       "the features), where the metric puts it beyond the margin and leaves every "
+                       f"target distance at 0; the metric attains eq. 14 = {certificate.upper:.3g} "
+                       f"+- {certificate.upper_error:.3g} in float64, and no relative gap is proved "
+                       "at an optimum of 0")
         else:
             message = (f"not converged: the estimated gap {self._estimated_gap():.2g} is below tol, but the "
                        f"certificate proves only {certificate.relative_gap:.3g}")
@@ -640,11 +659,11 @@ class _Run:
                             "float64 rounding allowance grows with the number of points)")
         if certificate.refused:
             message += f"; {certificate.refused}"
-        elif not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
+        elif stop != "zero" and not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
             top = np.linalg.eigvalsh(certificate.metric)[..., -1].max()
             message += (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
                         f"float64 (its largest eigenvalue is {top:.3g})")
-        if not certificate.certified and certificate.singular_clusters:
+        if not certificate.certified and certificate.singular_clusters and stop != "zero":
             message += ("; the pull matrix is singular on the data range (target neighbours "
                         "coincide along some directions, as with duplicated points or binary "
                         "features), where the bound sets impostor multipliers to 0, so it is weak")

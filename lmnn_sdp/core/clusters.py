@@ -83,6 +83,23 @@ def killable_pairs(Xr: np.ndarray, cspaces: ClusterSpaces, clusters: np.ndarray,
     return out
 
 
+def every_impostor_killable(Xr: np.ndarray, cspaces: ClusterSpaces, clusters: np.ndarray,
+                            codes: np.ndarray) -> bool:
+    """Whether ``killable_pairs`` kills every pair ``(i, l)`` of different labels, for inputs
+    ``Xr`` (n, r) in the coordinates of ``cspaces``, the cluster of each point ``clusters``
+    (n,) and its label ``codes`` (n,). Then no impostor costs anything at ``M_c = t_c N_c
+    N_c^T`` and no target distance either: eq. 14's optimum is 0. Row blocks of
+    ``BLOCK_BYTES``, stopping at the first pair that survives."""
+    if not np.isin(clusters, cspaces.singular).all():
+        return False  # an impostor in a regular cluster is never killable (and has a point of another label)
+    block = max(1, BLOCK_BYTES // (8 * len(codes) * Xr.shape[1]))
+    for start in range(0, len(codes), block):
+        i, l = np.nonzero(codes[start:start + block, None] != codes[None, :])
+        if not killable_pairs(Xr, cspaces, clusters, i + start, l).all():
+            return False
+    return True
+
+
 def lift_metrics(problem: LMNNProblem, space: ReducedSpace, metrics_reduced: np.ndarray) -> np.ndarray:
     """An SDP's reduced metrics (C, r, r), projected onto the PSD cone and lifted to the
     inputs, with killable impostors pushed out (``push_out_of_null_spaces``): (C, d, d)."""

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.core.clusters import ClusterSpaces, cluster_spaces, killable_pairs, push_out_of_null_spaces
+from lmnn_sdp.core.clusters import (
+    ClusterSpaces,
+    cluster_spaces,
+    every_impostor_killable,
+    killable_pairs,
+    push_out_of_null_spaces,
+)
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices, sphered_space
 
@@ -127,6 +133,11 @@ class ClusterWhitening:
     def killable(self, i: np.ndarray, l: np.ndarray) -> np.ndarray:
         """Impostor pairs ``(i, l)`` (P,) that ``M_{c(l)}`` pushes out along its null space; bool (P,)."""
         return killable_pairs(self.reduced.inputs, self.cspaces, self.clusters, i, l)
+
+    def every_impostor_killable(self, codes: np.ndarray) -> bool:
+        """Whether every pair of different labels ``codes`` (n,) is killable (``killable``):
+        eq. 14's optimum is then 0 (``lmnn_sdp.core.clusters.every_impostor_killable``)."""
+        return every_impostor_killable(self.reduced.inputs, self.cspaces, self.clusters, codes)
 
     def push_out(self, problem: LMNNProblem, metrics: np.ndarray) -> np.ndarray:
         """``metrics`` (C, d, d) plus ``t_c N_c N_c^T`` for every singular cluster of ``problem``

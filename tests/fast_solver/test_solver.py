@@ -198,6 +198,39 @@ def test_binary_features_with_a_singular_pull_matrix_run_and_say_why_they_stop()
     assert "pull matrix is singular" in r.message
 
 
+@pytest.mark.parametrize("clusters", [None, np.arange(30) % 3])
+def test_fewer_points_than_features_end_at_once_at_the_zero_optimum(clusters):
+    """30 points in 40 dimensions: within-class differences leave a null space of the pull
+    matrix on which every pair of different labels differs, so a metric there puts every
+    impostor beyond the margin with every target distance 0, and eq. 14's optimum is 0. No
+    relative gap proves 0: the solve says so at once instead of iterating (it had spun 60
+    stages and ended claiming max_iter spent)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 40)), np.arange(30) % 3
+    problem = LMNNProblem(X, y, k=3, mu=0.5)
+    r = solve(problem, clusters=clusters)
+    assert r.status == "stalled" and r.n_iter == 0 and r.lower == 0.0
+    assert "optimum is 0" in r.message
+    r.certificate.verify()
+    metrics = r.metric if clusters is not None else np.broadcast_to(r.metric, (1, 40, 40))
+    owner = np.zeros(30, int) if clusters is None else clusters
+    D = np.einsum("ilp,lpq,ilq->il", X[:, None] - X[None], metrics[owner], X[:, None] - X[None])
+    i = np.repeat(np.arange(30), 3)
+    target_d = D[i, problem.targets.ravel()]
+    assert np.abs(target_d).max() < 1e-9
+    other = y[i][:, None] != y[None, :]
+    assert np.all(D[i][other] >= 1.0 + target_d.max())  # every hinge is 0
+    assert solve_lmnn(problem).upper < 1e-6
+
+
+def test_a_solve_that_runs_out_of_stages_says_so(monkeypatch):
+    X, y = load_iris(return_X_y=True)
+    monkeypatch.setattr(solver, "MAX_STAGES", 2)
+    r = solve(LMNNProblem(X[::3], y[::3], k=3, mu=0.5), tol=1e-9)
+    assert len(r.stages) == 2 and r.n_iter < 1000
+    assert r.status == "stalled" and r.message.startswith("not converged: 2 stages ended")
+
+
 def test_timings_name_every_part_of_the_solve():
     """Multi-metric LMNN on ten classes of digits, where saddle escapes run: search, Newton,
     escapes and bounds are timed, and together they take no more than the whole."""

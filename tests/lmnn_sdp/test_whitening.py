@@ -46,3 +46,26 @@ def test_inputs_that_all_coincide_with_their_targets_are_refused():
     with pytest.raises(ValueError, match="pull term"):
         whiten(LMNNProblem(X, y, targets=twin))
 
+
+
+
+@pytest.mark.parametrize(("data", "singular", "killable"), [("40 features", True, True), ("20 features", False, False),
+                                                          ("iris > 3", True, False)])
+def test_every_impostor_is_killable_only_when_each_pair_has_a_null_component(data, singular, killable):
+    """30 random points in three classes: their target differences span at most 27 of the 29
+    directions of the data range with 40 features, so every pair of different labels has a
+    component on the pull's null space; with 20 features the pull is regular. Iris
+    thresholded at 3 is singular too, but points of different labels coincide."""
+    from sklearn.datasets import load_iris
+
+    from lmnn_sdp.core.whitening import whiten_clusters
+
+    if data == "iris > 3":
+        X, y = load_iris(return_X_y=True)
+        X = (X > 3).astype(float)
+    else:
+        X, y = np.random.default_rng(0).normal(size=(30, int(data.split()[0]))), np.arange(30) % 3
+    problem = LMNNProblem(X, y, k=3)
+    w = whiten_clusters(problem)
+    assert bool(w.singular) is singular
+    assert w.every_impostor_killable(problem.label_codes) is killable
