@@ -1,5 +1,6 @@
 """Do the claims hold on degenerate data? Fast and exact LMNN on thresholded, rounded,
-duplicated and collinear versions of scikit-learn's bundled data sets.
+duplicated and collinear versions of scikit-learn's bundled data sets, and on fewer points
+than features.
 
 For every data set and solver, one row: whether the result claims convergence (fast) or
 certification (exact), the stated upper bound and its rounding bound, eq. 14 evaluated
@@ -28,7 +29,8 @@ from validation.records import write_record
 
 
 def cases() -> dict:
-    """Name -> (X, y) of the degenerate data sets of issue 27's acceptance list."""
+    """Name -> (X, y) of the degenerate data sets of issue 27's acceptance list, and fewer
+    points than features (issue 29: eq. 14's optimum is 0)."""
     iris, wine, cancer = (f(return_X_y=True) for f in (load_iris, load_wine, load_breast_cancer))
     X, y = iris
     out = {f"iris > {t}": ((X > t).astype(float), y) for t in (2, 3, 4)}
@@ -38,6 +40,8 @@ def cases() -> dict:
     out["iris rounded"] = (np.round(X), y)
     out["iris duplicated"] = (np.vstack([X, X]), np.concatenate([y, y]))
     out["iris collinear"] = (np.column_stack([X, 2 * X[:, 0] - X[:, 1]]), y)
+    rows = np.concatenate([np.flatnonzero(cancer[1] == c)[:10] for c in (0, 1)])
+    out["breast cancer, 20 rows (30 features)"] = (cancer[0][rows], cancer[1][rows])
     return out
 
 
