@@ -47,8 +47,6 @@ def test_inputs_that_all_coincide_with_their_targets_are_refused():
         whiten(LMNNProblem(X, y, targets=twin))
 
 
-
-
 @pytest.mark.parametrize(("data", "singular", "killable"), [("40 features", True, True), ("20 features", False, False),
                                                           ("iris > 3", True, False)])
 def test_every_impostor_is_killable_only_when_each_pair_has_a_null_component(data, singular, killable):
