@@ -342,7 +342,8 @@ class _Run:
         if self.problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
             return self._result(np.zeros_like(L), "mu=0")
         if saved is None and self.whitening.every_impostor_killable(self.problem.label_codes):
-            self.upper = _Candidate(0.0, metric=np.zeros_like(_gram(L)), triplets=self.lower.triplets)
+            r = L.shape[2]
+            self.upper = _Candidate(0.0, metric=np.zeros((len(L), r, r)), triplets=self.lower.triplets)
             return self._result(self.upper.metric, "zero")  # pushed out along the null spaces
         if saved is None:
             L = _narrowed(L)  # a start of low rank, as the LMNN optimum that starts class metrics
@@ -639,11 +640,6 @@ class _Run:
                                        "max_iter": "the certified gap is below tol (proved at the "
                                                    "iteration limit)",
                                        "zero": "eq. 14 is 0 at the metric, exactly in float64"}[stop]
-        elif stop == "max_iter":
-            message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
-                       "certified gap reached tol")
-        elif stop == "stages":
-            message = f"not converged: {MAX_STAGES} stages ended before the certified gap reached tol"
         elif stop == "zero":
             message = ("not converged: eq. 14's optimum is 0, since every impostor has a component on "
                        "the null space of its cluster's pull matrix (as when the points are fewer than "
@@ -652,21 +648,7 @@ class _Run:
                        f"+- {certificate.upper_error:.3g} in float64, and no relative gap is proved "
                        "at an optimum of 0")
         else:
-            message = (f"not converged: the estimated gap {self._estimated_gap():.2g} is below tol, but the "
-                       f"certificate proves only {certificate.relative_gap:.3g}")
-            if certificate.dual_scale is not None and 1.0 - certificate.dual_scale > self.tol / 2:
-                message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
-                            "float64 rounding allowance grows with the number of points)")
-        if certificate.refused:
-            message += f"; {certificate.refused}"
-        elif stop != "zero" and not certificate.certified and certificate.upper_error > self.tol * certificate.upper:
-            top = np.linalg.eigvalsh(certificate.metric)[..., -1].max()
-            message += (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
-                        f"float64 (its largest eigenvalue is {top:.3g})")
-        if not certificate.certified and certificate.singular_clusters and stop != "zero":
-            message += ("; the pull matrix is singular on the data range (target neighbours "
-                        "coincide along some directions, as with duplicated points or binary "
-                        "features), where the bound sets impostor multipliers to 0, so it is weak")
+            message = self._not_proved(certificate, stop, max_iter)
         status = CONVERGED if certificate.certified else MAX_ITER if stop == "max_iter" else STALLED
         return FastLMNNResult(
             certificate=certificate, status=status, message=message,
@@ -675,6 +657,32 @@ class _Run:
             search_fraction=self.search.points_searched / max(self.search.n_searches, 1) / self.problem.n_samples,
             n_active=len(self.upper.triplets), active_triplets=self.upper.triplets,
             stages=list(self.stages), upper_path=list(self.upper_path), timings=dict(self.timings))
+
+    def _not_proved(self, certificate: Certificate, stop: str, max_iter: int) -> str:
+        """The message of a solve that ended by ``stop`` without proving tol: why it ended,
+        then what kept the certificate from proving more."""
+        if stop == "max_iter":
+            message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
+                       "certified gap reached tol")
+        elif stop == "stages":
+            message = f"not converged: {MAX_STAGES} stages ended before the certified gap reached tol"
+        else:
+            message = (f"not converged: the estimated gap {self._estimated_gap():.2g} is below tol, but the "
+                       f"certificate proves only {certificate.relative_gap:.3g}")
+            if certificate.dual_scale is not None and 1.0 - certificate.dual_scale > self.tol / 2:
+                message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
+                            "float64 rounding allowance grows with the number of points)")
+        if certificate.refused:
+            message += f"; {certificate.refused}"
+        elif certificate.upper_error > self.tol * certificate.upper:
+            top = np.linalg.eigvalsh(certificate.metric)[..., -1].max()
+            message += (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
+                        f"float64 (its largest eigenvalue is {top:.3g})")
+        if certificate.singular_clusters:
+            message += ("; the pull matrix is singular on the data range (target neighbours "
+                        "coincide along some directions, as with duplicated points or binary "
+                        "features), where the bound sets impostor multipliers to 0, so it is weak")
+        return message
 
 
 def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
