@@ -206,12 +206,12 @@ def load_mlbench(
     X : ndarray of shape (n_samples, n_features), float64
     y : ndarray of shape (n_samples,), str
     """
+    path = _require_file("mlbench", [f"{name}.rda"], cache_dir)
     try:
         import rdata
     except ImportError as err:
         raise ImportError("reading the mlbench data sets needs rdata; install the extra with "
                           "pip install 'lmnn-sdp[experiments]'.") from err
-    path = _require_file("mlbench", [f"{name}.rda"], cache_dir)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Unknown encoding", category=UserWarning)
         frame = rdata.read_rda(path)[name]
