@@ -20,6 +20,7 @@ def lmnn_problem(X, y, k=3, mu=0.5, targets=None, clusters=None) -> LMNNProblem:
 
 def checked_metric(problem: LMNNProblem, metric) -> np.ndarray:
     """The metric as given, or an AssertionError naming what is wrong with it."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this frame
     try:
         return check_candidate_metric(problem, metric)[0]
     except (TypeError, ValueError) as err:
@@ -99,6 +100,7 @@ def assert_lmnn_optimal(X, y, metric, *, k: int = 3, mu: float = 0.5, targets=No
     ...
     AssertionError: metric refused: M is not positive semidefinite...
     """
+    __tracebackhide__ = True  # a failure shows the test's line and the message, not this source
     from lmnn_sdp.candidate import certify
     from lmnn_sdp.excess import excess_over_optimum
 

@@ -78,6 +78,7 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
     AssertionError: metric is far from optimal for MMC: relative gap 0.5226 > rtol 1e-06
     ...
     """
+    __tracebackhide__ = True  # a failure shows the test's line and the message, not this source
     from lmnn_sdp.mmc.certificate import certify_metric
     from lmnn_sdp.mmc.problem import mmc_problem
     from lmnn_sdp.mmc.solve import solve_mmc

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from lmnn_sdp.core.problem import nearest_same_class
 from lmnn_sdp.testing.assertions import checked_metric, lmnn_problem
 from lmnn_sdp.testing.corpus_cases import corpus_cases
+from lmnn_sdp.testing.estimator_params import estimator_settings
 
 COLUMNS = ("case", "objective", "optimum", "lower", "gap", "tolerance", "passed", "seconds")
 
@@ -17,7 +21,9 @@ COLUMNS = ("case", "objective", "optimum", "lower", "gap", "tolerance", "passed"
 class SolverCheck:
     """The gaps of a solver on the certified corpus: one row per case.
 
-    ``repr`` is the table, so ``assert check.passed`` shows it when a case fails.
+    ``repr`` is the table. In a test, call ``check.assert_passed()``: its ``AssertionError``
+    holds the whole table, where pytest would truncate the ``repr`` shown by
+    ``assert check.passed, check``.
 
     Parameters
     ----------
@@ -60,6 +66,37 @@ class SolverCheck:
         """The row with the largest gap (a failed case without a gap first)."""
         return max(self.rows, key=lambda row: np.inf if np.isnan(row["gap"]) else row["gap"])
 
+    def assert_passed(self) -> None:
+        """Raise unless every case is within its tolerance, with the whole table in the message.
+
+        Returns
+        -------
+        None
+            When every case passed.
+
+        Raises
+        ------
+        AssertionError
+            Some case failed: the message is the table, one row per case (every row,
+            however many), each failed one with its gap or its error.
+
+        Examples
+        --------
+        >>> from lmnn_sdp.testing import SolverCheck
+        >>> row = {"case": "a", "objective": 2.0, "optimum": 1.0, "lower": 1.0, "gap": 0.5,
+        ...        "tolerance": 1e-6, "passed": False, "seconds": 0.1, "error": ""}
+        >>> SolverCheck((row,)).assert_passed()
+        Traceback (most recent call last):
+        ...
+        AssertionError: SolverCheck: 0 of 1 cases within tolerance
+        case                                    objective          lower       gap tolerance  passed
+        a                                               2              1       0.5     1e-06  False
+        >>> SolverCheck(({**row, "gap": 0.0, "passed": True},)).assert_passed()
+        """
+        __tracebackhide__ = True  # a failure shows the test's line and the table, not this source
+        if not self.passed:
+            raise AssertionError(repr(self))
+
     def __repr__(self) -> str:
         head = f"{'case':34s} {'objective':>14s} {'lower':>14s} {'gap':>9s} {'tolerance':>9s}  passed"
         lines = [f"SolverCheck: {len(self.rows) - len(self.failed)} of {len(self.rows)} cases within "
@@ -71,38 +108,61 @@ class SolverCheck:
         return "\n".join(lines)
 
 
-def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float = 1e-6) -> SolverCheck:
+def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float = 1e-6,
+                      params: Callable | None = None) -> SolverCheck:
     """Run a solver on the certified corpus and measure each metric's gap to the optimum.
 
     For every case, the solver's metric ``M`` is checked (shape, finite, symmetric, PSD),
     ``eps(M)`` of eq. 14 (or of sec. 5.2) is evaluated here, and its gap is
     ``(eps(M) - lower) / eps(M)`` with ``lower`` the certified lower bound stored in the
     corpus: a bound on the relative excess over the optimum that no solver can undercut.
+    In a test, write ``check_lmnn_solver(...).assert_passed()``: a failure then shows the
+    whole table.
+
+    A solver is given a case's ``k``, not its targets, so every case must have the default
+    targets (the k nearest same-class points, ties broken by the smaller index; every case
+    of the corpus does). A solver that breaks ties otherwise picks other targets and is
+    scored on the case's.
 
     Parameters
     ----------
     fit : callable or estimator
         Either a callable ``fit(X, y, k, mu) -> M`` (with ``kind="multi-metric-lmnn"``,
         ``fit(X, y, k, mu, clusters) -> M`` of shape (n_clusters, d, d)), or an estimator
-        with ``fit(X, y)`` and ``get_mahalanobis_matrix()``, ``metric_`` or
-        ``components_`` (``L``, with ``M = L^T L``); an estimator is fitted as it is
-        configured, so set its ``k`` and ``mu`` to match the cases (or pass ``cases``).
+        with ``fit(X, y)`` and ``get_mahalanobis_matrix()``, ``metric_``, ``metrics_`` (one
+        per cluster) or ``components_`` (``L``, with ``M = L^T L``). An estimator is never
+        fitted itself: for each case a ``sklearn.base.clone`` of it is set to that case's
+        ``k`` and ``mu`` (``params``) and fitted; its other parameters are kept.
     kind : {"lmnn", "multi-metric-lmnn"}, default="lmnn"
         Which corpus problems.
     cases : iterable of CorpusCase, optional
         A selection of ``corpus_cases(kind)``; by default all of them.
     tolerance : float, default=1e-6
         Largest gap that passes (raised to the stored certificate's gap where larger).
+    params : callable, optional
+        With an estimator: ``params(case) -> dict`` of the ``set_params`` that make it solve
+        that case, e.g. ``lambda case: {"n_neighbors": case.k, "push": case.mu}``. Needed
+        only for an estimator of no known class; known (by its class's module and name, or
+        a base class's): ``fast_solver.LMNN`` (``k``, ``mu``), ``fast_solver.MultiMetricLMNN``
+        (``k``, ``mu``, ``clusters="classes"``: cases clustered by class only),
+        ``metric_learn.LMNN`` (``n_neighbors``, ``regularization = 1 - mu``: it weighs the
+        pull term) and PyLMNN's ``LargeMarginNearestNeighbor`` (``n_neighbors``,
+        ``weight_push_loss = mu``).
 
     Returns
     -------
     SolverCheck
-        The table of gaps; ``.passed``, ``.gaps``, ``.failed``, ``.worst``.
+        The table of gaps; ``.assert_passed()``, ``.passed``, ``.gaps``, ``.failed``, ``.worst``.
 
     Raises
     ------
     TypeError
-        ``fit`` is neither callable nor an estimator.
+        ``fit`` is neither callable nor an estimator, or ``params`` is not callable.
+    ValueError
+        Refused before any fit: an estimator of no known class without ``params``; a case
+        the estimator cannot take (a multi-metric case for a single-metric estimator,
+        clusters other than the classes for ``MultiMetricLMNN``); ``params`` with a
+        callable ``fit``; a case whose targets are not the default ones of its ``k``.
 
     Examples
     --------
@@ -116,46 +176,90 @@ def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float =
     SolverCheck: 0 of 3 cases within tolerance
     case                                    objective          lower       gap tolerance  passed
     zebra-n80-k3-mu0.5 ...
+
+    An estimator is cloned and set to each case's ``k`` and ``mu``:
+
+    >>> from fast_solver import LMNN
+    >>> check_lmnn_solver(LMNN(k=7, tol=1e-7), cases=cases).assert_passed()
+
+    An estimator of an unknown class needs ``params``:
+
+    >>> from sklearn.neighbors import NeighborhoodComponentsAnalysis as NCA
+    >>> check_lmnn_solver(NCA(), cases=cases)
+    Traceback (most recent call last):
+    ...
+    ValueError: fit: check_lmnn_solver does not know which parameters of ...
     """
     if not callable(fit) and not hasattr(fit, "fit"):
         raise TypeError(f"fit must be a callable (X, y, k, mu) -> M or an estimator with fit(X, y), "
                         f"got {type(fit).__name__}.")
-    if cases is None:
-        cases = corpus_cases(kind, tolerance=tolerance)
-    rows = []
+    cases = corpus_cases(kind, tolerance=tolerance) if cases is None else list(cases)
     for case in cases:
-        start = time.perf_counter()
-        row = {"case": case.id, "objective": np.nan, "optimum": case.optimum, "lower": case.lower,
-               "gap": np.nan, "tolerance": max(tolerance, case.tolerance), "passed": False,
-               "seconds": np.nan, "error": ""}
-        try:
-            metric = _run(fit, case)
-            row["seconds"] = time.perf_counter() - start
-            problem = lmnn_problem(case.X, case.y, targets=case.targets, mu=case.mu, clusters=case.clusters)
-            value = problem.evaluate(checked_metric(problem, metric))
-            row["objective"] = value.value
-            upper = value.value + value.rounding
-            row["gap"] = max(0.0, (upper - case.lower) / upper) if upper > 0 else 0.0
-            row["passed"] = bool(row["gap"] <= row["tolerance"])
-        except AssertionError as err:
-            row["error"] = str(err)
-        rows.append(row)
-    return SolverCheck(tuple(rows))
+        _check_targets(case)
+    runs = _solver_runs(fit, params, cases)
+    return SolverCheck(tuple(_row(run, case, tolerance) for run, case in zip(runs, cases)))
 
 
-def _run(fit, case) -> np.ndarray:
-    if hasattr(fit, "fit") and not _is_plain_callable(fit):
-        fitted = fit.fit(case.X, case.y)
-        fitted = fit if fitted is None else fitted
-        if hasattr(fitted, "get_mahalanobis_matrix"):
-            return np.asarray(fitted.get_mahalanobis_matrix(), dtype=float)
-        if hasattr(fitted, "metric_"):
-            return np.asarray(fitted.metric_, dtype=float)
-        L = np.asarray(fitted.components_, dtype=float)
-        return L.T @ L
+def _row(run: Callable[[], np.ndarray], case, tolerance: float) -> dict:
+    """One case's row: the solver's metric scored against the case's certified lower bound."""
+    row = {"case": case.id, "objective": np.nan, "optimum": case.optimum, "lower": case.lower,
+           "gap": np.nan, "tolerance": max(tolerance, case.tolerance), "passed": False,
+           "seconds": np.nan, "error": ""}
+    start = time.perf_counter()
+    try:
+        metric = run()
+        row["seconds"] = time.perf_counter() - start
+        problem = lmnn_problem(case.X, case.y, targets=case.targets, mu=case.mu, clusters=case.clusters)
+        value = problem.evaluate(checked_metric(problem, metric))
+        row["objective"] = value.value
+        upper = value.value + value.rounding
+        row["gap"] = max(0.0, (upper - case.lower) / upper) if upper > 0 else 0.0
+        row["passed"] = bool(row["gap"] <= row["tolerance"])
+    except AssertionError as err:
+        row["error"] = str(err)
+    return row
+
+
+def _check_targets(case) -> None:
+    """Refuse a case whose targets a solver given only ``k`` cannot know."""
+    codes = np.unique(case.y, return_inverse=True)[1]
+    default = nearest_same_class(np.asarray(case.X, dtype=float), codes, case.k)
+    if not np.array_equal(np.sort(case.targets, axis=1), np.sort(default, axis=1)):
+        raise ValueError(f"cases: case {case.id} has targets other than the {case.k} nearest same-class "
+                         "points, which a solver given k cannot know; leave it out of cases=, or test the "
+                         "metric with assert_lmnn_optimal(..., targets=case.targets).")
+
+
+def _solver_runs(fit, params, cases: list) -> list[Callable[[], np.ndarray]]:
+    """One call per case returning the solver's metric; every refusal raised before any fit."""
+    if _is_plain_callable(fit):
+        if params is not None:
+            raise ValueError("params applies to an estimator; a callable fit(X, y, k, mu) is given k and "
+                             "mu itself: drop params=.")
+        return [partial(_call, fit, case) for case in cases]
+    from sklearn.base import clone
+
+    settings = estimator_settings(fit, params, cases)
+    return [partial(_fitted_metric, clone(fit).set_params(**setting), case)
+            for setting, case in zip(settings, cases)]
+
+
+def _call(fit, case) -> np.ndarray:
     if case.clusters is not None:
         return np.asarray(fit(case.X, case.y, case.k, case.mu, case.clusters), dtype=float)
     return np.asarray(fit(case.X, case.y, case.k, case.mu), dtype=float)
+
+
+def _fitted_metric(estimator, case) -> np.ndarray:
+    fitted = estimator.fit(case.X, case.y)
+    fitted = estimator if fitted is None else fitted
+    if hasattr(fitted, "get_mahalanobis_matrix"):
+        return np.asarray(fitted.get_mahalanobis_matrix(), dtype=float)
+    for name in ("metric_", "metrics_"):
+        if hasattr(fitted, name):
+            return np.asarray(getattr(fitted, name), dtype=float)
+    L = np.asarray(fitted.components_, dtype=float)
+    return L.T @ L
 
 
 def _is_plain_callable(fit) -> bool:

@@ -145,7 +145,8 @@ def fast_fit(X, y, k, mu, clusters=None):
 
 def test_the_fast_solver_passes_the_solver_check():
     check = check_lmnn_solver(fast_fit, cases=[by_id(name) for name in FAST])
-    assert isinstance(check, SolverCheck) and check.passed, check
+    assert isinstance(check, SolverCheck)
+    check.assert_passed()
     assert [row["case"] for row in check.rows] == FAST
     assert all(0 <= gap <= 1e-6 for gap in check.gaps.values())
     assert "SolverCheck: 6 of 6 cases within tolerance" in repr(check)
