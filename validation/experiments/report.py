@@ -13,7 +13,7 @@ by ``validation.records.read_record``), each replaced atomically; the Markdown a
 every unfinished task with its status and reason. ``export`` writes the same lines as a
 record of ``validation.records`` (``NAME.md`` and ``NAME.csv`` with the provenance line):
 ``--export docs/results`` makes it the committed record, from which
-``validation.table1`` generates the README's Table 1.
+``validation.table1`` generates the site's Table 1 page (docs/user/table1.md).
 """
 
 from __future__ import annotations
