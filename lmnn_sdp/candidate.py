@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lmnn_sdp.certificates.bounds import check_candidate_metric
-from lmnn_sdp.certificates.certificate import Certificate, prove
+from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
@@ -21,7 +21,7 @@ __all__ = ["Certificate", "certify"]
 
 
 def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multipliers=None,
-            tol: float = 1e-6, band: float = 1e-3, solver: str = "CLARABEL",
+            tol: float = 1e-6, atol: float = ATOL, band: float = 1e-3, solver: str = "CLARABEL",
             solver_options: dict | None = None, space: ReducedSpace | None = None) -> Certificate:
     """Certify how close a candidate metric is to the optimum of LMNN or multi-metric LMNN.
 
@@ -54,6 +54,9 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
         Their dual multipliers; clipped into ``[0, mu]``.
     tol : float, default=1e-6
         Certified relative gap up to which ``M`` counts as optimal; finite, >= 0.
+    atol : float, default=1e-6
+        Largest objective (with its rounding) that certifies a zero optimum: eq. 14 is
+        non-negative, so no relative gap can prove an optimum of 0 (``Certificate.atol``).
     band : float, default=1e-3
         Margin band of the free multipliers of complementary slackness.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
@@ -124,4 +127,4 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
         metrics = M if problem.clusters is not None else M[None]
         triplets, multipliers, _, _ = complementary_multipliers(problem, space, metrics, band, solver,
                                                                 solver_options)
-    return prove(problem, M, triplets, multipliers, tol=tol)
+    return prove(problem, M, triplets, multipliers, tol=tol, atol=atol)

@@ -66,7 +66,8 @@ cluster's impostor multipliers by its own).
    shrinks with the iterations. When every impostor can be pushed out along the null
    space of its cluster's pull matrix (``ClusterWhitening.every_impostor_killable``, as
    with fewer points than features), eq. 14's optimum is 0: the solve ends at once with
-   that metric, ``stalled``, since no relative gap proves 0.
+   that metric, ``converged`` when eq. 14 there with its rounding is at most the
+   certificate's ``atol`` (no relative gap proves 0), ``stalled`` otherwise.
 
 Within a stage the Newton iterations stop when the estimated gap is no longer
 dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
@@ -639,14 +640,15 @@ class _Run:
                                        "proved": "the certified gap is below tol",
                                        "max_iter": "the certified gap is below tol (proved at the "
                                                    "iteration limit)",
-                                       "zero": "eq. 14 is 0 at the metric, exactly in float64"}[stop]
+                                       "zero": f"eq. 14's optimum is 0 ({_ZERO_OPTIMUM}), and the metric "
+                                               f"attains eq. 14 = {certificate.upper:.3g} +- "
+                                               f"{certificate.upper_error:.3g}, within "
+                                               f"atol={certificate.atol:g} of it"}[stop]
         elif stop == "zero":
-            message = ("not converged: eq. 14's optimum is 0, since every impostor has a component on "
-                       "the null space of its cluster's pull matrix (as when the points are fewer than "
-                       "the features), where the metric puts it beyond the margin and leaves every "
-                       f"target distance at 0; the metric attains eq. 14 = {certificate.upper:.3g} "
-                       f"+- {certificate.upper_error:.3g} in float64, and no relative gap is proved "
-                       "at an optimum of 0")
+            message = (f"not converged: eq. 14's optimum is 0 ({_ZERO_OPTIMUM}); the metric attains eq. 14 = "
+                       f"{certificate.upper:.3g} +- {certificate.upper_error:.3g} in float64, more than "
+                       f"atol={certificate.atol:g} with its rounding, and no relative gap is proved at "
+                       "an optimum of 0")
         else:
             message = self._not_proved(certificate, stop, max_iter)
         status = CONVERGED if certificate.certified else MAX_ITER if stop == "max_iter" else STALLED
@@ -683,6 +685,11 @@ class _Run:
                         "coincide along some directions, as with duplicated points or binary "
                         "features), where the bound sets impostor multipliers to 0, so it is weak")
         return message
+
+
+_ZERO_OPTIMUM = ("every impostor has a component on the null space of its cluster's pull matrix, as when "
+                 "the points are fewer than the features, where the metric puts it beyond the margin and "
+                 "leaves every target distance at 0")
 
 
 def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:

@@ -25,6 +25,7 @@ from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue, check_triplets
 from lmnn_sdp.core.rounding import summation
 
 KINDS = ("lmnn", "multi-metric-lmnn")
+ATOL = 1e-6  # default ``atol``: eq. 14 counts distances and hinges in units of the unit margin
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -44,11 +45,19 @@ class Certificate:
         ``(U - L) / U`` with ``U = upper + upper_error`` and ``L = lower - lower_error``: a
         bound on ``(eps(metric) - opt) / eps(metric)`` that no rounding can undercut.
     certified : bool
-        ``relative_gap <= tol`` and an independent evaluation of eq. 14 (``independent_check``)
-        agrees with ``upper`` to within the two rounding bounds.
+        ``relative_gap <= tol``, or ``upper + upper_error <= atol`` (a zero optimum, below),
+        and an independent evaluation of eq. 14 (``independent_check``) agrees with ``upper``
+        to within the two rounding bounds.
     refused : str
         Why the certificate is not certified although ``relative_gap <= tol``; "" otherwise.
     tol : float
+    atol : float
+        Absolute tolerance of a zero optimum. eq. 14 is non-negative, so a metric whose
+        objective with its rounding is at most ``atol`` is within ``atol`` of the optimum,
+        however small that is; no relative gap can prove an optimum of 0, so this is how one
+        is certified (mu = 0, mu = 1 with every hinge cleared, fewer points than features).
+        Default ``ATOL`` = 1e-6, a millionth of the unit margin; 0 in certificates of formats
+        3 and 4, which had no such rule. Design note: docs/design/certificates.md.
     metric : ndarray of shape (d, d), or (C, d, d) with ``clusters``
     triplets : ndarray of int, shape (T, 3)
     multipliers : ndarray of shape (T,)
@@ -102,6 +111,7 @@ class Certificate:
     upper_error: float = 0.0
     lower_error: float = 0.0
     refused: str = ""
+    atol: float = 0.0
     dual_scale: float | None = None
     min_eig_metric: float | None = None
     min_eig_dual: float | None = None
@@ -120,6 +130,12 @@ class Certificate:
         return "lmnn" if self.clusters is None else "multi-metric-lmnn"
 
     @property
+    def proves_zero(self) -> bool:
+        """The upper bound with its rounding is at most ``atol``: the optimum is within ``atol``
+        of 0 and so is the metric's objective."""
+        return proves_zero(self.upper + self.upper_error, self.atol)
+
+    @property
     def n_multipliers(self) -> int:
         """Number of positive multipliers in the evidence."""
         return int(np.count_nonzero(self.multipliers > 0))
@@ -130,7 +146,8 @@ class Certificate:
         alpha = "" if self.dual_scale is None else f"alpha={self.dual_scale:.6g}, "
         return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g} "
                 f"(+-{self.upper_error:.2g}), lower={self.lower:.10g}, "
-                f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, {alpha}"
+                f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, "
+                + (f"zero optimum within atol={self.atol:g}, " if self.proves_zero else "") + f"{alpha}"
                 f"multipliers={self.n_multipliers}{singular}, provenance={self.provenance!r})")
 
     def verify(self, rtol: float = 1e-9) -> Certificate:
@@ -141,12 +158,12 @@ class Certificate:
         both; ``upper_error`` and ``lower_error`` must be at least half of their
         re-derived values (the bounds carry a factor 2 to spare); ``lower`` must be proved
         by the multipliers (to ``rtol``); ``relative_gap`` and ``certified`` must follow
-        from these and ``tol``; ``min_eig_metric``, when stated, must be reproduced to
+        from these, ``tol`` and ``atol``; ``min_eig_metric``, when stated, must be reproduced to
         ``rtol``. Returns the re-derived certificate;
         a ValueError names the first stated number the evidence does not support."""
         start = time.perf_counter()
         fresh = prove(self.problem, self.metric, self.triplets, self.multipliers,
-                      tol=self.tol, repair=False, check=False)
+                      tol=self.tol, atol=self.atol, repair=False, check=False)
         slack = lambda value: rtol * max(1.0, abs(value))  # noqa: E731
         if not abs(fresh.upper - self.upper) <= self.upper_error + fresh.upper_error:
             raise ValueError(f"certificate refused: the metric's objective is {fresh.upper!r} "
@@ -166,9 +183,11 @@ class Certificate:
         if not np.isclose(gap, self.relative_gap, rtol=rtol, atol=0.0):
             raise ValueError(f"certificate refused: upper and lower with their rounding give "
                              f"relative_gap={gap!r}, not the stated {self.relative_gap!r}.")
-        if self.certified != bool(gap <= self.tol and not self.refused):
+        proved = gap <= self.tol or proves_zero(self.upper + self.upper_error, self.atol)
+        if self.certified != bool(proved and not self.refused):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
-                             f"relative_gap={gap:.3g} and tol={self.tol:g}.")
+                             f"relative_gap={gap:.3g}, tol={self.tol:g}, upper={self.upper!r} "
+                             f"(+-{self.upper_error:.3g}) and atol={self.atol:g}.")
         stated = self.min_eig_metric
         if stated is not None and not abs(stated - fresh.min_eig_metric) <= slack(fresh.min_eig_metric):
             raise ValueError(f"certificate refused: the metric's smallest eigenvalue is "
@@ -189,7 +208,7 @@ class Certificate:
             fields["clusters"] = p.n_clusters
         fields.update(upper=self.upper, upper_error=self.upper_error, lower=self.lower,
                       lower_error=self.lower_error, relative_gap=self.relative_gap,
-                      certified=self.certified, refused=self.refused, tol=self.tol)
+                      certified=self.certified, refused=self.refused, tol=self.tol, atol=self.atol)
         return arrays, fields
 
     def save(self, path) -> tuple:
@@ -218,12 +237,13 @@ class Certificate:
         return cls(upper=fields["upper"], upper_error=fields["upper_error"], lower=fields["lower"],
                    lower_error=fields["lower_error"], relative_gap=fields["relative_gap"],
                    certified=fields["certified"], refused=fields["refused"], tol=fields["tol"],
+                   atol=fields.get("atol", 0.0),  # formats 3 and 4 had no zero-optimum rule
                    metric=arrays["M"], triplets=arrays["triplets"],
                    multipliers=arrays["multipliers"], problem=problem, provenance="loaded", timings={"load": time.perf_counter() - start})
 
 
-def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
-          tol: float = 1e-6, repair: bool = True, check: bool = True) -> Certificate:
+def prove(problem: LMNNProblem, metric, triplets, multipliers, *, tol: float = 1e-6,
+          atol: float = ATOL, repair: bool = True, check: bool = True) -> Certificate:
     """The certificate that ``multipliers`` on ``triplets`` (T, 3) give ``metric``.
 
     ``metric`` is (d, d), or (C, d, d) for a ``problem`` with clusters (multi-metric LMNN).
@@ -234,11 +254,13 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
     scale into the dual cone leaves the gap above ``tol`` and ``repair`` is True, the
     multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
     proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``).
-    With ``check`` (the default), a gap within ``tol`` is certified only after the
+    ``atol`` certifies a zero optimum (``Certificate.atol``). With ``check`` (the default), a
+    gap within ``tol`` or an upper bound within ``atol`` is certified only after the
     independent evaluation that ``verify`` makes agrees (``independent_check``); it runs on a
     second thread beside the rest."""
-    if not (np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
+    for name, value in (("tol", tol), ("atol", atol)):
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
     start = time.perf_counter()
     metric, min_eig = check_candidate_metric(problem, metric)
     triplets = check_triplets(triplets, problem.n_samples)
@@ -257,17 +279,24 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *,
         keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
         lower_error = summation(len(triplets) + 2, bound.lower)
         gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
+        proved = gap <= tol or proves_zero(upper.value + upper.rounding, atol)
         refused = ""
-        if check and gap <= tol:
+        if check and proved:
             refused = independent_check(problem, metric, upper.value, upper.rounding, other.result())
     return Certificate(upper=upper.value, upper_error=upper.rounding, lower=bound.lower,
                        lower_error=lower_error, relative_gap=gap,
-                       certified=bool(gap <= tol and not refused), refused=refused,
-                       tol=float(tol), metric=metric, triplets=triplets[keep],
+                       certified=bool(proved and not refused), refused=refused,
+                       tol=float(tol), atol=float(atol), metric=metric, triplets=triplets[keep],
                        multipliers=multipliers[keep], problem=problem,
                        dual_scale=bound.alpha, min_eig_metric=min_eig,
                        min_eig_dual=bound.min_eig_dual, singular_clusters=bound.singular_clusters,
                        n_dropped=bound.n_dropped, timings={"prove": time.perf_counter() - start})
+
+
+def proves_zero(upper_with_rounding: float, atol: float) -> bool:
+    """An upper bound on eq. 14 (with its rounding) at most ``atol`` proves the optimum within
+    ``atol`` of 0, since eq. 14 is non-negative (``Certificate.atol``)."""
+    return bool(upper_with_rounding <= atol)
 
 
 def independent_check(problem: LMNNProblem, metric, upper: float, upper_error: float,

@@ -7,9 +7,10 @@ certificate. The JSON carries a SHA-256 digest of the arrays and of its own
 numbers, so an edited or damaged file is refused on loading, before any bound is
 re-derived (a certificate's ``verify()`` then checks the mathematics itself).
 
-Versions: format 4 names itself (``format``) and the release that wrote it
-(``written_by``); format 3 is format 4 without those two fields. Every release reads
-every format from 3 on and refuses a newer one by name.
+Versions: format 5 adds ``atol`` to LMNN certificates (the absolute tolerance that certifies
+a zero optimum; formats 3 and 4 read as ``atol`` 0, their rule). Format 4 names itself
+(``format``) and the release that wrote it (``written_by``); format 3 is format 4 without
+those two fields. Every release reads every format from 3 on and refuses a newer one by name.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 FORMAT = "lmnn-sdp certificate"
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (3, 4)
+FORMAT_VERSION = 5
+READABLE_VERSIONS = (3, 4, 5)
 
 
 def digest(arrays: dict, fields: dict) -> str:

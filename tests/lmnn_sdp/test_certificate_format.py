@@ -61,8 +61,9 @@ def test_every_corpus_file_is_of_the_current_format_and_matches_the_schema():
 def test_the_schema_rejects_what_a_loader_refuses():
     validator = schema_validator()
     fields = json.loads(corpus_files()[0].read_text())
-    for broken in ({k: v for k, v in fields.items() if k != "format"},      # format 4 must name itself
-                   {**fields, "format_version": 5}, {**fields, "problem": "nca"},
+    for broken in ({k: v for k, v in fields.items() if k != "format"},      # format 4 on must name itself
+                   {k: v for k, v in fields.items() if k != "atol"},        # format 5 states its atol
+                   {**fields, "atol": -1.0}, {**fields, "format_version": 6}, {**fields, "problem": "nca"},
                    {**fields, "sha256": "not hex"}, {k: v for k, v in fields.items() if k != "lower"}):
         assert not validator.is_valid(broken)
 
@@ -93,8 +94,8 @@ def rewritten(tmp_path, **changes) -> Path:
 
 
 @pytest.mark.parametrize("changes, match", [
-    ({"format_version": 5, "written_by": "lmnn-sdp 9.0"}, r"format 5 was written by a newer lmnn-sdp \(lmnn-sdp 9.0\).*upgrade"),
-    ({"format_version": 2}, r"format_version=2 is not a certificate format \(formats 3-4"),
+    ({"format_version": 6, "written_by": "lmnn-sdp 9.0"}, r"format 6 was written by a newer lmnn-sdp \(lmnn-sdp 9.0\).*upgrade"),
+    ({"format_version": 2}, r"format_version=2 is not a certificate format \(formats 3-5"),
     ({"format_version": "4"}, "format_version='4' is not a certificate format"),
     ({"format_version": 4}, r"format=None is not 'lmnn-sdp certificate'"),
     ({"format_version": 4, "format": "checkpoint"}, "format='checkpoint' is not"),
