@@ -5,6 +5,7 @@ CI runs the README's test command, whose workers share the cores."""
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,18 @@ def test_the_tests_the_lowest_job_leaves_out_exist():
     assert ignored and all((ROOT / path).is_file() for path in ignored), ignored
 
 
-def test_ci_runs_the_readmes_test_command():
-    readme = (ROOT / "README.md").read_text()
-    command = re.search(r"&& (python -m pytest[^#\n]*?)\s*# the tests \(what CI runs\)", readme)
-    assert command, "the README names no test command"
-    assert command.group(1).replace("python ", "python3 ", 1) + "\n" in (ROOT / ".ci" / "run").read_text()
+@pytest.mark.parametrize("which, expected", [
+    ("tests", 'pip install -e ".[test]" && python -m pytest -q -n auto'),
+    ("main", "pip install -e . && python -m validation")])
+def test_ci_reads_the_readmes_two_commands_from_the_readme(which, expected):
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "readme-command"), which], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == expected
+    assert f"{expected}   " in (ROOT / "README.md").read_text()  # the line as written, its comment apart
+    run, front_door = ((ROOT / ".ci" / name).read_text() for name in ("run", "front-door"))
+    assert "$(bash .ci/readme-command tests)" in run and 'bash -c "$test_command"' in run
+    assert "$(bash .ci/readme-command main)" in front_door and front_door.count('bash -c "$main_command"') == 2
+    assert "bash .ci/front-door" in run
 
 
 def test_each_worker_of_pytest_n_loads_blas_and_numba_with_its_share_of_the_cores(request):
