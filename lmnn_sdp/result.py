@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmnn_sdp.candidate import certify
+from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.clusters import lift_metrics
@@ -92,7 +93,7 @@ class SDPResult(CertifiedResult):
         clusters = "" if self.clusters is None else f", clusters={len(self.metric)}"
         return (f"SDPResult(method={self.method!r}, solver={self.solver!r}, status={self.status!r}, "
                 f"upper={self.upper:.10g}, lower={self.lower:.10g}, "
-                f"relative_gap={self.relative_gap:.3g}, triplets={self.n_triplets}, "
+                f"relative_gap={significant(self.relative_gap)}, triplets={self.n_triplets}, "
                 f"build={self.timings['build']:.2f}s, solve={self.timings['solve']:.2f}s{clusters})")
 
 
@@ -131,7 +132,7 @@ def stop_status(certificate: Certificate, budget_spent: bool) -> dict:
                 f"+- {certificate.upper_error:.3g}, within atol={certificate.atol:g} of the optimum, 0"}
     if certificate.certified:
         return {"status": CONVERGED, "message": "converged: the certified gap is below tol"}
-    why = (f"the certified gap {certificate.relative_gap:.3g} is above tol={certificate.tol:g}"
+    why = (f"the certified gap {significant(certificate.relative_gap)} is above tol={certificate.tol:g}"
            + (f" ({certificate.refused})" if certificate.refused else ""))
     if budget_spent:
         return {"status": MAX_ITER, "message": f"not converged: max_rounds spent; {why}"}

@@ -8,7 +8,13 @@ the real data sets; ``certify`` certifies any metric on the user's data and
 writes its certificate, which ``verify`` re-checks; ``experiments`` runs the paper's
 Table 1 protocol on Dask into a resumable results store, with tables and plots. Each command is one ``add_*_parser`` function (its options,
 help and description) and one ``run_*`` function (what it does, returning the
-exit status: 0 success, 1 a check that failed, 2 a usage error).
+exit status: 0 success, 1 a check that failed, 2 a usage error, 130 stopped by Ctrl-C).
+
+Every option is checked as it is parsed: numbers by the types at the end of this module
+(``positive_float``, ``jobs_count``, ...), paths by ``input_file``, ``output_folder`` and
+their kin, so a bad value exits 2 naming its option before any work. A Ctrl-C (SIGINT)
+prints one line and exits 130 (``main``); a command with something to keep catches it
+first (``crosscheck``: the rows finished; ``experiments``: the store).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import math
+import os
 import shlex
 import signal
 import sys
@@ -27,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from lmnn_sdp import certificates
+from lmnn_sdp.certificates.bounds import significant
 from validation import corpus, crosscheck, datasets, peers
 from validation.exact import certify_bundled, format_table
 from validation.instances import builtin_instances, medium_instances
@@ -43,15 +52,22 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
 
     Without a command (no arguments, or options first) the main job ``crosscheck``
     runs with those options. ``--help`` returns 0 and a usage error returns 2,
-    after argparse has printed its message. ``prog`` names the program in usage
-    lines (``python -m validation`` passes its own name).
+    after argparse has printed its message. A Ctrl-C returns 130 after one line on
+    stderr (the command's own, or ``interrupted: COMMAND stopped before it finished``);
+    a second one meanwhile is ignored (``_interrupted_once``). ``prog`` names the program
+    in usage lines (``python -m validation`` passes its own name).
     """
     parser = build_parser(prog)
     try:
         argv = _with_default_command(argv)
         args = parser.parse_args(argv)
         args.command_line = " ".join([prog, *map(shlex.quote, argv)])  # as typed, for messages
-        return args.run(args)
+        with _interrupted_once():
+            try:
+                return args.run(args)
+            except KeyboardInterrupt:
+                print(f"interrupted: {args.command_line} stopped before it finished", file=sys.stderr)
+                return 130
     except SystemExit as stop:  # argparse's --help and usage errors
         return int(stop.code or 0)
 
@@ -109,27 +125,45 @@ def add_crosscheck_parser(subparsers) -> None:
                               "one metric per class, sec. 5.2, on instances of at most "
                               f"{crosscheck.MAX_N['multi-metric']} points; energy is eq. 15 against "
                               "brute force)")
-    command.add_argument("--tol", type=float, default=1e-6,
+    command.add_argument("--tol", type=positive_float, default=1e-6,
                          help="largest relative difference and fast certified gap")
-    command.add_argument("--jobs", type=int, default=1, help="instances run in parallel")
-    command.add_argument("--report", type=Path, metavar="DIR",
-                         help="write the record crosscheck.md, .csv and .json here (docs/results: the committed one)")
+    command.add_argument("--jobs", type=jobs_count, default=1, metavar="N",
+                         help="worker processes running the rows (default 1: none; -1: one per core)")
+    command.add_argument("--report", type=output_folder, metavar="DIR",
+                         help="write the record crosscheck.md, .csv and .json here (docs/results: the "
+                              "committed one); after a Ctrl-C, the rows finished as crosscheck-partial")
     command.set_defaults(run=run_crosscheck)
 
 
 def run_crosscheck(args: argparse.Namespace) -> int:
-    """Print the cross-check table and summary; 0 when every instance passes, else 1."""
+    """Print the cross-check table and summary; 0 when every instance passes, else 1
+    (130 after a Ctrl-C: ``_crosscheck_interrupted``)."""
     instances = _crosscheck_instances(args.suite)
     if args.instances:
         instances = [i for i in instances if any(text in i.name for text in args.instances)]
         if not instances:
             args.error(f"no instance name contains any of {args.instances}")
-    rows = crosscheck.crosscheck(instances, args.solvers, args.tol, args.jobs)
+    try:
+        rows = crosscheck.crosscheck(instances, args.solvers, args.tol, args.jobs)
+    except crosscheck.Interrupted as stop:
+        return _crosscheck_interrupted(args, stop)
     print(format_table(rows, crosscheck.COLUMNS))
     print(crosscheck.summary(rows, args.tol))
     if args.report:
         crosscheck.write_report(rows, args.report, args.tol)
     return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _crosscheck_interrupted(args: argparse.Namespace, stop: crosscheck.Interrupted) -> int:
+    """After a Ctrl-C: the table of the rows finished, then one line on stderr saying how
+    many and, with --report, where their record ``crosscheck-partial`` is; returns 130."""
+    print(format_table(stop.rows, crosscheck.COLUMNS), flush=True)
+    written = ""
+    if args.report:
+        paths = crosscheck.write_report(stop.rows, args.report, args.tol, stop.total) if stop.rows else []
+        written = f"; written: {', '.join(map(str, paths))}" if paths else "; no record written"
+    print(f"{stop}, tabled above{written}", file=sys.stderr)
+    return 130
 
 
 def _crosscheck_instances(suite: str) -> list:
@@ -157,7 +191,7 @@ def add_exact_parser(subparsers) -> None:
     command.add_argument("--full", action="store_true",
                          help="also solve the full SDP over every triplet")
     command.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])
-    command.add_argument("--tol", type=float, default=1e-6, help="certified relative gap to reach")
+    command.add_argument("--tol", type=positive_float, default=1e-6, help="certified relative gap to reach")
     command.set_defaults(run=run_exact)
 
 
@@ -189,25 +223,27 @@ def add_corpus_parser(subparsers) -> None:
                               "refresh: re-prove the stored evidence in the current format")
     command.add_argument("--dir", type=Path, default=corpus.CORPUS_DIR,
                          help="corpus folder (default: the one shipped in lmnn_sdp/testing/corpus)")
-    command.add_argument("--tol", type=float, default=1e-6,
+    command.add_argument("--tol", type=positive_float, default=1e-6,
                          help="largest relative gap accepted by check")
     command.set_defaults(run=run_corpus)
 
 
 def run_corpus(args: argparse.Namespace) -> int:
     """Build the corpus, or check it and print one row per instance (1 if any fails)."""
-    if args.action == "build":
-        manifest = corpus.build(args.dir)
-        print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
-        return 0
-    if args.action == "refresh":
-        manifest = corpus.refresh(args.dir)
-        print(f"re-proved {len(manifest['instances'])} instances in {args.dir}")
-        return 0
+    if args.action != "check":  # build and refresh write in --dir
+        _check_option(args, "--dir", output_folder, str(args.dir))
     try:
+        if args.action == "build":
+            manifest = corpus.build(args.dir)
+            print(f"built {len(manifest['instances'])} certified instances in {args.dir}")
+            return 0
+        if args.action == "refresh":
+            manifest = corpus.refresh(args.dir)
+            print(f"re-proved {len(manifest['instances'])} instances in {args.dir}")
+            return 0
         checked = corpus.check(args.dir, tol=args.tol)
     except FileNotFoundError as error:  # no corpus there; the message names the build command
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: --dir: {error}", file=sys.stderr)
         return 1
     rows = [asdict(c) for c in checked]
     print(format_table(rows, columns=tuple(rows[0])))
@@ -269,9 +305,9 @@ def add_data_parser(subparsers) -> None:
                            "Show each data set, its Debian package and the folder holding it "
                            "(cache first, then the system path), or the command that fetches it.")
     listing.set_defaults(run=run_data_list)
-    for action in (fetch, listing):
-        action.add_argument("--cache", help="cache folder (default: $LMNN_SDP_DATA or "
-                                            "~/.cache/lmnn-sdp)")
+    for action, folder in ((fetch, output_folder), (listing, str)):
+        action.add_argument("--cache", type=folder, help="cache folder (default: $LMNN_SDP_DATA or "
+                                                         "~/.cache/lmnn-sdp)")
 
 
 def run_data_fetch(args: argparse.Namespace) -> int:
@@ -308,23 +344,25 @@ def add_certify_parser(subparsers) -> None:
         "certified optimum is solved exactly (aggregated active sets) and the metric's excess over "
         "it, (eps(M) - lower*) / eps(M), is printed with the bound that proves it (--no-excess "
         "skips that solve). Exit status 0 when the gap is at most --tol, 1 when it is not.")
-    command.add_argument("--X", required=True, type=Path, metavar="FILE",
+    command.add_argument("--X", required=True, type=input_file, metavar="FILE",
                          help="inputs, n rows of d features")
-    command.add_argument("--y", required=True, type=Path, metavar="FILE", help="n labels")
-    command.add_argument("--metric", required=True, type=Path, metavar="FILE",
+    command.add_argument("--y", required=True, type=input_file, metavar="FILE", help="n labels")
+    command.add_argument("--metric", required=True, type=input_file, metavar="FILE",
                          help="the metric M (d x d); with --clusters, C metrics stacked (C x d x d, .npy)")
-    command.add_argument("-k", type=int, default=3, help="target neighbours per point (default 3)")
-    command.add_argument("--mu", type=float, default=0.5, help="weight of the push term (default 0.5)")
-    command.add_argument("--targets", type=Path, metavar="FILE",
+    command.add_argument("-k", type=positive_int, default=3, help="target neighbours per point (default 3)")
+    command.add_argument("--mu", type=unit_float, default=0.5,
+                         help="weight of the push term, in [0, 1] (default 0.5)")
+    command.add_argument("--targets", type=input_file, metavar="FILE",
                          help="explicit target neighbours (n x k indices) instead of the k nearest")
-    command.add_argument("--clusters", type=Path, metavar="FILE",
+    command.add_argument("--clusters", type=input_file, metavar="FILE",
                          help="cluster of each point, 0..C-1: certify multi-metric LMNN (sec. 5.2)")
-    command.add_argument("--tol", type=float, default=1e-6, help="relative gap to certify (default 1e-6)")
+    command.add_argument("--tol", type=positive_float, default=1e-6,
+                         help="relative gap to certify (default 1e-6)")
     command.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"],
                          help="SDP solver for the multipliers near the margin")
     command.add_argument("--no-excess", dest="excess", action="store_false",
                          help="do not solve for the certified optimum when the metric's own bound is loose")
-    command.add_argument("--out", type=Path, metavar="PATH",
+    command.add_argument("--out", type=output_file, metavar="PATH",
                          help="where to write PATH.json and PATH.npz (default: next to --metric, "
                               "named METRIC-certificate)")
     command.set_defaults(run=run_certify)
@@ -345,11 +383,15 @@ def run_certify(args: argparse.Namespace) -> int:
         print(f"{PROG} certify: {err}", file=sys.stderr)
         return 2
     out = args.out or args.metric.with_name(f"{args.metric.stem}-certificate")
-    npz, js = certificate.save(out)
+    try:
+        npz, js = certificate.save(out)
+    except OSError as err:  # --out is checked as parsed; its default, next to --metric, is not
+        print(f"{PROG} certify: --out {out}: cannot write: {err.strerror or err}", file=sys.stderr)
+        return 2
     print(certificate)
     print(f"{'upper (objective at the metric)':34s} {certificate.upper:.10g}\n"
           f"{'lower (bound on the optimum)':34s} {certificate.lower:.10g}\n"
-          f"{'relative gap':34s} {certificate.relative_gap:.3g}\n"
+          f"{'relative gap':34s} {significant(certificate.relative_gap)}\n"
           f"{'certified (gap <= tol)':34s} {certificate.certified} (tol {args.tol:g})\n"
           f"written: {js} and {npz}")
     if args.excess and not certificate.certified:
@@ -357,11 +399,11 @@ def run_certify(args: argparse.Namespace) -> int:
                                     solver=args.solver)
         proof = ("the metric's own dual bound" if found.bound == "metric" else
                  f"the certified optimum's dual bound (exact solve, {found.seconds:.2g} s; "
-                 f"its gap {found.reference.relative_gap:.2g})")
+                 f"its gap {significant(found.reference.relative_gap)})")
         print(f"{'certified optimum (at most)':34s} {found.optimum_upper:.10g}\n"
               f"{'lower* (best bound on the optimum)':34s} {found.lower:.10g}, proved by {proof}\n"
-              f"{'excess (eps(M) - lower*) / eps(M)':34s} {found.excess:.6g} "
-              f"(at least {found.excess_at_least:.6g})")
+              f"{'excess (eps(M) - lower*) / eps(M)':34s} {significant(found.excess, 6)} "
+              f"(at least {significant(found.excess_at_least, 6)})")
     return 0 if certificate.certified else 1
 
 
@@ -371,8 +413,8 @@ def add_verify_parser(subparsers) -> None:
         "Re-derive a saved certificate (PATH.json + PATH.npz, from 'certify', the corpus or "
         "a paper) from its evidence alone: the objective of the stored metric and the bound "
         "proved by the stored multipliers, against the stored numbers. Exit status 0 when "
-        "every number is proved, 1 when the certificate is refused.")
-    command.add_argument("path", type=Path, help="PATH, PATH.json or PATH.npz")
+        "every number is proved, 1 when the certificate is refused, 2 when its files are not there.")
+    command.add_argument("path", type=certificate_file, metavar="PATH", help="PATH, PATH.json or PATH.npz")
     command.set_defaults(run=run_verify)
 
 
@@ -411,7 +453,7 @@ def add_experiments_parser(subparsers) -> None:
     command.add_argument("--methods", nargs="+", choices=list(METHODS), metavar="NAME",
                          help="methods (default: all, with --quick all but "
                               f"{' '.join(protocol.QUICK_SKIPS)}): %(choices)s")
-    command.add_argument("--splits", type=int, metavar="N",
+    command.add_argument("--splits", type=positive_int, metavar="N",
                          help="at most N splits per data set (default: Table 1's, 10 elsewhere)")
     command.add_argument("--quick", action="store_true",
                          help=f"the small version: {protocol.QUICK_SPLITS} splits of stratified "
@@ -419,23 +461,23 @@ def add_experiments_parser(subparsers) -> None:
                               f"instances of at most {QUICK_GATE_N} points")
     command.add_argument("--scheduler", metavar="ADDRESS",
                          help="a running Dask scheduler (default: a LocalCluster)")
-    command.add_argument("--workers", type=int, default=2,
+    command.add_argument("--workers", type=positive_int, default=2,
                          help="LocalCluster worker processes, one thread each (default 2)")
-    command.add_argument("--results", type=Path, default=DEFAULT_FOLDER, metavar="DIR",
+    command.add_argument("--results", type=output_folder, default=DEFAULT_FOLDER, metavar="DIR",
                          help="folder of the results store results.sqlite (default: %(default)s)")
-    command.add_argument("--report", type=Path, metavar="DIR",
+    command.add_argument("--report", type=output_folder, metavar="DIR",
                          help="folder of the tables and plots (default: RESULTS/report); "
                               "--report docs/results writes the committed record")
-    command.add_argument("--export", type=Path, metavar="DIR",
+    command.add_argument("--export", type=output_folder, metavar="DIR",
                          help="also write the final table of each data set as the record table1-NAME "
                               "(table1-quick-NAME with --quick), .md and .csv with the command, code "
                               "version and machine; --export docs/results is the committed one, which "
-                              "the README's Table 1 is generated from (python -m validation.table1)")
-    command.add_argument("--checkpoints", type=Path, metavar="DIR",
+                              "the site's Table 1 page (docs/user/table1.md) is generated from (python -m validation.table1)")
+    command.add_argument("--checkpoints", type=output_folder, metavar="DIR",
                          help="folder of the fits' checkpoints, from which a task run again resumes its "
                               "fit (default: RESULTS/checkpoints; on a cluster of several machines a "
                               "folder every worker reaches)")
-    command.add_argument("--checkpoint-interval", type=float, default=60.0, metavar="SECONDS",
+    command.add_argument("--checkpoint-interval", type=nonnegative_float, default=60.0, metavar="SECONDS",
                          help="seconds between a fit's checkpoints (default %(default)s)")
     command.add_argument("--no-figures", action="store_true",
                          help="tables and bar chart only: skip the fits of the illustrative figures")
@@ -452,19 +494,14 @@ def run_experiments(args: argparse.Namespace) -> int:
         return 2
     from validation.experiments import session
 
-    if (args.splits is not None and args.splits < 1) or args.workers < 1:
-        args.error("--splits and --workers must be at least 1")
-    if not args.checkpoint_interval >= 0:
-        args.error("--checkpoint-interval must be a number of seconds >= 0")
     try:
-        with _interrupted_once():
-            outcome = session.experiments(
-                args.datasets, args.methods, splits=args.splits, quick=args.quick,
-                scheduler=args.scheduler, workers=args.workers, results=args.results,
-                report_dir=args.report, progress=not args.no_progress,
-                make_figures=not args.no_figures, export=args.export,
-                checkpoints=args.checkpoints, checkpoint_interval=args.checkpoint_interval)
-    except (session.Interrupted, KeyboardInterrupt) as stop:
+        outcome = session.experiments(
+            args.datasets, args.methods, splits=args.splits, quick=args.quick,
+            scheduler=args.scheduler, workers=args.workers, results=args.results,
+            report_dir=args.report, progress=not args.no_progress,
+            make_figures=not args.no_figures, export=args.export,
+            checkpoints=args.checkpoints, checkpoint_interval=args.checkpoint_interval)
+    except (session.Interrupted, KeyboardInterrupt) as stop:  # Ctrl-C: main's _interrupted_once
         print(f"{stop or 'interrupted before the run started'}; resume with: {args.command_line}",
               file=sys.stderr)
         return 130
@@ -484,9 +521,10 @@ def run_experiments(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _interrupted_once():
     """The first SIGINT raises KeyboardInterrupt and later ones are ignored until the block
-    ends, so the cleanup after a Ctrl-C (closing the cluster, releasing claims) is not cut
-    short by a second; the previous handler is restored after. Outside the main thread,
-    where Python takes no signal handler, nothing changes."""
+    ends, so the cleanup after a Ctrl-C (ending the workers, closing the cluster, releasing
+    claims, writing the rows finished) is not cut short by a second; the previous handler is
+    restored after. Outside the main thread, where Python takes no signal handler, nothing
+    changes. ``main`` runs every command inside it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -504,12 +542,85 @@ def _interrupted_once():
 
 def read_array(path: Path, name: str) -> np.ndarray:
     """The array ``--name`` from a ``.npy`` or ``.csv`` file: labels may be text, indices
-    (``targets``, ``clusters``) are integers, the rest numbers."""
-    if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    if path.suffix in (".csv", ".txt"):
+    (``targets``, ``clusters``) are integers, the rest numbers. A ValueError naming
+    ``--name`` when the file cannot be read as one."""
+    if path.suffix not in (".npy", ".csv", ".txt"):
+        raise ValueError(f"--{name} {path}: give a .npy or .csv file, not {path.suffix or 'no suffix'!r}.")
+    try:
+        if path.suffix == ".npy":
+            return np.load(path, allow_pickle=False)
         if name == "y":
             return np.genfromtxt(path, delimiter=",", dtype=None, encoding="utf-8")
         dtype, ndmin = (int, 1) if name == "clusters" else (int, 2) if name == "targets" else (float, 2)
         return np.loadtxt(path, delimiter=",", dtype=dtype, ndmin=ndmin)
-    raise ValueError(f"--{name} {path}: give a .npy or .csv file, not {path.suffix or 'no suffix'!r}.")
+    except (OSError, ValueError, EOFError) as err:
+        raise ValueError(f"--{name} {path}: cannot read it: {err}") from None
+
+
+# -- option types: each checks one kind of value as argparse parses it ----------
+def _number(convert, accepts, expected: str):
+    """An argparse type: ``convert(text)`` when ``accepts`` it, else a message naming what
+    was ``expected`` (argparse puts the option's name before it and exits 2)."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__doc__ = f"``text`` as {expected}."
+    return parse
+
+
+positive_int = _number(int, lambda n: n >= 1, "a whole number >= 1")
+jobs_count = _number(int, lambda n: n >= 1 or n == -1, "a number of jobs >= 1, or -1 for one per core")
+positive_float = _number(float, lambda x: 0 < x < math.inf, "a finite number > 0")
+nonnegative_float = _number(float, lambda x: x >= 0, "a number >= 0")  # NaN fails every comparison
+unit_float = _number(float, lambda x: 0 <= x <= 1, "a number in [0, 1]")
+
+
+def input_file(text: str) -> Path:
+    """A file to read: it exists and is readable."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"not a readable file: {text}")
+    return path
+
+
+def certificate_file(text: str) -> Path:
+    """A saved certificate, ``PATH``, ``PATH.json`` or ``PATH.npz``: both files exist."""
+    base = certificates.storage.stem(text)
+    for suffix in (".json", ".npz"):
+        input_file(str(base.with_name(base.name + suffix)))
+    return Path(text)
+
+
+def output_folder(text: str) -> Path:
+    """A folder to write in: it exists, or it can be made (its nearest existing parent is
+    a folder), and it is writable."""
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"not a folder: {existing}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {existing}")
+    return path
+
+
+def output_file(text: str) -> Path:
+    """Where to write files ``PATH.*``: their folder passes ``output_folder``."""
+    output_folder(str(Path(text).parent))
+    return Path(text)
+
+
+def _check_option(args: argparse.Namespace, option: str, check, text: str) -> None:
+    """``check(text)`` for an option checked only once the others are known; a usage error
+    naming ``option`` if it fails."""
+    try:
+        check(text)
+    except argparse.ArgumentTypeError as error:
+        args.error(f"argument {option}: {error}")

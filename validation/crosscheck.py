@@ -38,23 +38,34 @@ brute force of ``validation.energy_reference`` instead: with the fast solver's
 certified metric, the energies of ``ENERGY_POINTS`` of the instance's points under
 every label must agree to ``ENERGY_RTOL``, on instances of at most ``MAX_N`` points
 (the medium ones took minutes each in the Python loops of the brute force).
+
+A Ctrl-C stops the run: the worker processes (``jobs`` > 1) ignore SIGINT, which a terminal
+sends to the whole process group, so this process alone takes it, ends the workers through
+joblib and raises ``Interrupted`` with the rows finished; ``write_report`` writes those as the
+record ``crosscheck-partial``, which says what is missing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
+from tqdm import tqdm as std_tqdm
 from tqdm.auto import tqdm
 
 import fast_solver
 from lmnn_sdp import LMNNProblem, solve_lmnn, solve_mm_lmnn, solve_mmc
+from lmnn_sdp.certificates.bounds import significant
 from validation.energy_reference import energies_by_loops
 from validation.instances import Instance, builtin_instances
+from validation.interrupts import sigint_ignored
 from validation.records import write_record, write_text_atomic
 
 EXACT_TOL = 1e-7  # the reference is certified well inside the cross-check tolerance
@@ -87,9 +98,21 @@ FLOATS = ("exact_optimum", "exact_gap", "fast_objective", "fast_gap", "relative_
           "fast_seconds")
 
 
+class Interrupted(KeyboardInterrupt):
+    """A cross-check stopped by Ctrl-C: ``rows`` are the rows finished, in order, of ``total``.
+    A KeyboardInterrupt, so that a caller who does not look for it stops as before (and
+    ``except Exception`` does not swallow it)."""
+
+    def __init__(self, rows: list[dict], total: int):
+        super().__init__(f"interrupted: {len(rows)} of {total} rows finished")
+        self.rows, self.total = rows, total
+
+
 def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
                tol: float = 1e-6, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """One row per (instance, fast solver); see ``COLUMNS``."""
+    """One row per (instance, fast solver); see ``COLUMNS``. ``jobs`` is joblib's ``n_jobs``
+    (1: the rows run in this process; -1: a worker process per core). On Ctrl-C the workers
+    are ended and ``Interrupted`` is raised with the rows finished."""
     unknown = set(solvers) - set(SOLVERS)
     if unknown:
         raise ValueError(f"unknown fast solver(s) {sorted(unknown)}; choose from {sorted(SOLVERS)}.")
@@ -98,8 +121,36 @@ def crosscheck(instances: list[Instance] | None = None, solvers=DEFAULT_SOLVERS,
     tasks = [delayed(check_instance)(instance, name, tol) for instance in instances for name in solvers
              if len(instance.X) <= MAX_N.get(name, np.inf)
              and (name not in MMC_SOLVERS or any(instance is other for other in mmc_data))]
-    rows = Parallel(n_jobs=jobs, return_as="generator")(tasks)
-    return list(tqdm(rows, total=len(tasks), desc="cross-check", disable=not progress))
+    rows, outputs = [], None
+    with tqdm(total=len(tasks), desc="cross-check", disable=not progress) as bar:
+        try:
+            with sigint_ignored():  # the workers start now, with SIGINT ignored
+                outputs = Parallel(n_jobs=jobs, return_as="generator", initializer=_start_worker)(tasks)
+            for row in outputs:
+                rows.append(row)
+                bar.update()
+        except KeyboardInterrupt:
+            _stop(outputs)
+            raise Interrupted(rows, len(tasks)) from None
+    return rows
+
+
+def _start_worker() -> None:
+    """In each worker process: SIGINT ignored (the workers started under ``sigint_ignored``
+    begin so; this covers one joblib starts later), and tqdm's lock a thread lock: its
+    default, a multiprocessing lock, is a named semaphore that a worker ended mid-task leaves
+    behind, and the resource tracker then warns of it on stderr."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    std_tqdm.set_lock(threading.RLock())
+
+
+def _stop(outputs) -> None:
+    """End joblib's output generator where it waits, if it has not ended: joblib then stops
+    the tasks and the workers as after a task's error (closing it instead would warn of
+    tasks cancelled)."""
+    if outputs is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            outputs.throw(KeyboardInterrupt)
 
 
 def distinct_data(instances: list[Instance], max_n: int) -> list[Instance]:
@@ -208,9 +259,9 @@ def summary(rows: list[dict], tol: float) -> str:
     worst = max(rows, key=lambda r: abs(r["relative_difference"]))
     lines = [
         f"{len(rows) - len(failed)} of {len(rows)} passed (tolerance {tol:g} relative)",
-        f"worst relative difference {worst['relative_difference']:.3g} ({worst['instance']}, "
-        f"{worst['solver']}); worst fast certified gap {max(r['fast_gap'] for r in rows):.3g}; "
-        f"worst exact certified gap {max(r['exact_gap'] for r in rows):.3g}",
+        f"worst relative difference {significant(worst['relative_difference'])} ({worst['instance']}, "
+        f"{worst['solver']}); worst fast certified gap {significant(max(r['fast_gap'] for r in rows))}; "
+        f"worst exact certified gap {significant(max(r['exact_gap'] for r in rows))}",
         f"fast solver {sum(r['fast_seconds'] for r in rows):.1f} s, "
         f"exact {sum(r['exact_seconds'] for r in rows):.1f} s in all",
     ]
@@ -223,11 +274,24 @@ def summary(rows: list[dict], tol: float) -> str:
     return "\n".join(lines)
 
 
-def write_report(rows: list[dict], directory: Path, tol: float) -> None:
+def write_report(rows: list[dict], directory: Path, tol: float, total: int | None = None) -> list[Path]:
     """The record ``crosscheck`` in ``directory``: ``crosscheck.md`` and ``crosscheck.csv``
     (``validation.records.write_record``, the summary above the table) and ``crosscheck.json``
-    (every row, with the tolerance)."""
-    write_text_atomic(Path(directory) / "crosscheck.json", json.dumps({"tolerance": tol, "rows": rows}, indent=1))
+    (every row, with the tolerance); returns the three paths.
+
+    With ``total``, the rows are those of a run interrupted after ``len(rows)`` of ``total``
+    rows: the record is ``crosscheck-partial`` instead (a full record there stays as it was),
+    its title and first note say what is missing, and its JSON has ``"partial": true`` and
+    ``"total"``."""
+    name, title = "crosscheck", "Cross-check: fast solvers against the certified exact optimum"
+    fields = {"tolerance": tol}
     notes = "\n".join(f"- {line}" for line in summary(rows, tol).splitlines())
-    write_record("crosscheck", rows, title="Cross-check: fast solvers against the certified exact optimum",
-                 notes=notes, columns=RECORD_COLUMNS, formats=dict.fromkeys(FLOATS, ".6g"), directory=directory)
+    if total is not None:
+        name, title = "crosscheck-partial", f"{title} (partial: {len(rows)} of {total} rows)"
+        fields.update(partial=True, total=total)
+        notes = (f"- PARTIAL: interrupted (Ctrl-C) after {len(rows)} of {total} rows; the others "
+                 f"are missing, and the lines below are of the {len(rows)} finished only\n{notes}")
+    js = write_text_atomic(Path(directory) / f"{name}.json", json.dumps({**fields, "rows": rows}, indent=1))
+    md, csv = write_record(name, rows, title=title, notes=notes, columns=RECORD_COLUMNS,
+                           formats=dict.fromkeys(FLOATS, ".6g"), directory=directory)
+    return [md, csv, js]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from lmnn_sdp import LMNNProblem, solve_lmnn
+from lmnn_sdp.certificates.bounds import significant
 from validation.datasets import load_bundled
 
 COLUMNS = ("data", "n", "d", "triplets", "method", "sdp_triplets", "rounds", "upper", "lower",
@@ -39,12 +40,13 @@ def certify_bundled(names=("iris", "wine"), methods=("cutting-plane",), solver="
 
 
 def format_table(rows: list[dict], columns=COLUMNS) -> str:
-    """Plain-text table, one line per row; values to 10 digits, gaps and times to 3."""
+    """Plain-text table, one line per row; values to 10 significant digits, gaps and times
+    to 3 (``significant``: a gap below 1 never shows as 1)."""
     def cell(column: str, value) -> str:
         if not isinstance(value, float):
             return str(value)
         short = abs(value) < 1e-2 or "gap" in column or "difference" in column or "seconds" in column
-        return f"{value:.3g}" if short else f"{value:.10g}"
+        return significant(value, 3 if short else 10)
 
     table = [list(columns)] + [[cell(c, row[c]) for c in columns] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]

@@ -99,6 +99,24 @@ def relative_gap(upper: float, lower: float) -> float:
     return (upper - lower) / upper if upper > 0 else np.inf
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits (``format(value, ".3g")``), with as many
+    more as it takes for a value below 1 not to show as 1: a relative gap of 0.99992 is
+    "0.9999" (its bound proves a little), not "1" (a bound that proves nothing). It rounds
+    to nearest, as ``format`` does, and never floors: a gap is not shown smaller than it is.
+
+    Examples
+    --------
+    >>> significant(0.99992), significant(0.123456), significant(2.5e-7, 2)
+    ('0.9999', '0.123', '2.5e-07')
+    """
+    text = f"{value:.{digits}g}"
+    while value < 1 <= float(text) and digits < 17:
+        digits += 1
+        text = f"{value:.{digits}g}"
+    return text
+
+
 def boxed_multipliers(multipliers, n_triplets: int, mu: float) -> np.ndarray:
     """Multipliers (T,) clipped into the box ``[0, mu]`` (part of dual feasibility);
     a clear error for a wrong shape or non-finite entries."""

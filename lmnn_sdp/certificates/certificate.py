@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lmnn_sdp.certificates import storage
-from lmnn_sdp.certificates.bounds import check_candidate_metric, dual_lower_bound, relative_gap, repair_multipliers
+from lmnn_sdp.certificates.bounds import (
+    check_candidate_metric,
+    dual_lower_bound,
+    relative_gap,
+    repair_multipliers,
+    significant,
+)
 from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue, check_triplets
 from lmnn_sdp.core.rounding import summation
 
@@ -146,7 +152,7 @@ class Certificate:
         alpha = "" if self.dual_scale is None else f"alpha={self.dual_scale:.6g}, "
         return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g} "
                 f"(+-{self.upper_error:.2g}), lower={self.lower:.10g}, "
-                f"relative_gap={self.relative_gap:.3g}, tol={self.tol:g}, "
+                f"relative_gap={significant(self.relative_gap)}, tol={self.tol:g}, "
                 + (f"zero optimum within atol={self.atol:g}, " if self.proves_zero else "") + f"{alpha}"
                 f"multipliers={self.n_multipliers}{singular}, provenance={self.provenance!r})")
 

@@ -52,6 +52,7 @@ import numpy as np
 
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.bounds import relative_gap as _relative_gap
+from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.mmc import pairs
 from lmnn_sdp.mmc.bound import (
     IMPLICIT_FLOORS,
@@ -184,7 +185,7 @@ class MMCCertificate:
         verdict = "certified" if self.certified else "NOT certified"
         kind = "diagonal" if self.diagonal else "full"
         return (f"{verdict}, {kind}: objective={self.objective:.10g}, upper={self.upper:.10g}, "
-                f"lower={self.lower:.10g}, relative_gap={self.relative_gap:.3g}, tol={self.tol:g}")
+                f"lower={self.lower:.10g}, relative_gap={significant(self.relative_gap)}, tol={self.tol:g}")
 
     def __repr__(self) -> str:
         return f"MMCCertificate({self.summary()}, provenance={self.provenance!r})"

@@ -9,6 +9,7 @@ from functools import partial
 
 import numpy as np
 
+from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.core.problem import nearest_same_class
 from lmnn_sdp.testing.assertions import checked_metric, lmnn_problem
 from lmnn_sdp.testing.corpus_cases import corpus_cases
@@ -103,7 +104,7 @@ class SolverCheck:
                  "tolerance", head]
         for row in self.rows:
             lines.append(f"{row['case']:34s} {row['objective']:14.8g} {row['lower']:14.8g} "
-                         f"{row['gap']:9.2g} {row['tolerance']:9.2g}  {row['passed']}"
+                         f"{significant(row['gap'], 2):>9s} {row['tolerance']:9.2g}  {row['passed']}"
                          + (f"  {row['error']}" if row["error"] else ""))
         return "\n".join(lines)
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
@@ -64,6 +63,7 @@ from validation.experiments.gate import GateResult, cache_gate, cached_gate, gat
 from validation.experiments.methods import method
 from validation.experiments.store import KEY, ResultStore, gate_key
 from validation.experiments.task import WORKER_THREADS, Task, run_task
+from validation.interrupts import sigint_ignored
 
 # numba's share goes in WORKER_THREADS for ``task.limit_numba_threads``, not in NUMBA_NUM_THREADS
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -81,7 +81,7 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
             yield client
         return
     threads = str(max(1, (os.cpu_count() or 1) // workers))
-    with _sigint_ignored(), dask.config.set({"distributed.scheduler.worker-ttl": None}):
+    with sigint_ignored(), dask.config.set({"distributed.scheduler.worker-ttl": None}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR,
                                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
@@ -108,19 +108,6 @@ class _ThreadLockedProgress(WorkerPlugin):
 
 def _silence_logs() -> None:
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored meanwhile, when called from the main thread (elsewhere: no change)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def run(tasks: list[Task], store: ResultStore, client: Client, progress: bool = True,
