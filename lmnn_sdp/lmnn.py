@@ -57,8 +57,11 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
         (array of int of shape (T, 3)), ``start`` (a metric (d, d)), ``add_band``
         (float, default 0.05), ``drop_band`` (float or None, default 0.5),
         ``max_rounds`` (int, default 30), ``progress`` (bool, default False).
-        ``"aggregated"``: ``start``, ``band`` (float, default 0.05), ``max_rounds``
-        (int, default 100), ``progress``.
+        ``"aggregated"``: ``start``, ``band`` (float, default 0.05), ``drop_band``
+        (float, default 0.5), ``add_ratio`` (float, default 1.0) and ``add_floor`` (int,
+        default 1000) (the triplets the model misjudged that join its working set:
+        at most ``max(add_ratio * free, add_floor)`` a round, none further than
+        ``drop_band`` below the margin), ``max_rounds`` (int, default 100), ``progress``.
 
     Returns
     -------

@@ -64,7 +64,7 @@ from lmnn_sdp.core.clusters import (
     cluster_spaces,
     killable,
 )
-from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.problem import LMNNProblem, triplet_keys
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices
 from lmnn_sdp.formulations.svec import (
     pair_outer_svec,
@@ -75,6 +75,10 @@ from lmnn_sdp.formulations.svec import (
 )
 
 SOLVERS = ("CLARABEL", "SCS")
+PULL_FLOOR = 1e-6
+"""The least ratio ``(1 - mu_s) / mu_s`` of pull to push weight in the SDPs that search for the
+optimum (``search_mu``): small enough that mu up to ``1 - PULL_FLOOR`` is searched as given,
+large enough for the solver to resolve the pull term."""
 
 
 @dataclass
@@ -94,6 +98,23 @@ def check_solver(solver: str) -> str:
     if not isinstance(solver, str) or solver.upper() not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}.")
     return solver.upper()
+
+
+def search_mu(mu: float) -> float:
+    """The push weight ``mu_s`` of the SDPs that generate constraints for eq. 14 at ``mu``:
+    ``min(mu, 1 / (1 + PULL_FLOOR))``.
+
+    Without the pull term (``mu = 1``), or with one below the solver's accuracy, a
+    restricted SDP's minimisers form a face (a metric that clears every hinge of the
+    working set still does when scaled up) and an interior-point solver returns an
+    arbitrary point of it, far from the optimum of the whole problem. At ``mu_s`` the
+    pull term picks the minimiser of least pull, the limit of eq. 14's minimisers as
+    ``mu -> 1``: when the hinges can all be cleared and ``PULL_FLOOR`` is below the
+    inverse of the largest multiplier of that least-pull problem (exact penalty), it is
+    a minimiser of eq. 14 at ``mu = 1`` too. Objectives and bounds stay at ``mu``; the
+    multipliers of an SDP at ``mu_s`` lie in ``[0, mu_s]``, inside the box of ``mu``.
+    Design note: docs/design/constraint-generation.md, "The ends of mu's range"."""
+    return min(float(mu), 1.0 / (1.0 + PULL_FLOOR))
 
 
 # -- pair distances and tied groups --------------------------------------------------
@@ -260,15 +281,16 @@ def dual_sdp(space: ReducedSpace, cspaces: ClusterSpaces, mu: float, pulls: np.n
 
 
 def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray, solver: str,
-                 solver_options: dict | None = None) -> SDPSolution:
+                 solver_options: dict | None = None, mu: float | None = None) -> SDPSolution:
     """Solve ``primal_sdp`` for the clusters of ``problem`` without the killable triplets
-    (their multipliers are 0)."""
+    (their multipliers are 0), and without any triplet when ``mu = 0``; ``mu`` in place of
+    ``problem.mu`` (as ``search_mu``)."""
     start = time.perf_counter()
+    mu = problem.mu if mu is None else mu
     pulls = pull_matrices(problem, space)
     cspaces = cluster_spaces(pulls)
-    keep = ~killable(problem, space, cspaces, triplets)
-    cvx_problem, m, margins = primal_sdp(space, cspaces, problem.mu, pulls, problem.owner,
-                                         triplets[keep])
+    keep = ~killable(problem, space, cspaces, triplets) & (mu > 0)  # hinges of weight 0 add nothing
+    cvx_problem, m, margins = primal_sdp(space, cspaces, mu, pulls, problem.owner, triplets[keep])
     solve_quietly(cvx_problem, solver, solver_options)
     offsets, sizes = _offsets(cspaces), [B.shape[1] for B in cspaces.bases]
     if m.value is None:
@@ -282,15 +304,19 @@ def solve_primal(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray
 
 
 def solve_dual(problem: LMNNProblem, space: ReducedSpace, triplets: np.ndarray, solver: str,
-               fixed: FixedGroups | None = None, solver_options: dict | None = None) -> SDPSolution:
+               fixed: FixedGroups | None = None, solver_options: dict | None = None,
+               mu: float | None = None) -> SDPSolution:
     """Solve ``dual_sdp`` for the clusters of ``problem`` without the killable triplets; the
-    metrics are the PSD constraints' duals, ``beta`` (G,) the groups' weights."""
+    metrics are the PSD constraints' duals, ``beta`` (G,) the groups' weights; ``mu`` in
+    place of ``problem.mu`` (as ``search_mu``). With ``mu = 0`` the hinges weigh nothing:
+    no triplet and no group enters, and the answer is ``M = 0`` with multipliers 0."""
     start = time.perf_counter()
+    mu = problem.mu if mu is None else mu
     pulls = pull_matrices(problem, space)
     cspaces = cluster_spaces(pulls)
-    keep = ~killable(problem, space, cspaces, triplets)
-    cvx_problem, lam, beta, psd = dual_sdp(space, cspaces, problem.mu, pulls, problem.owner,
-                                           triplets[keep], fixed)
+    keep = ~killable(problem, space, cspaces, triplets) & (mu > 0)  # hinges of weight 0 add nothing
+    fixed = fixed if mu > 0 else None
+    cvx_problem, lam, beta, psd = dual_sdp(space, cspaces, mu, pulls, problem.owner, triplets[keep], fixed)
     multipliers = np.zeros(len(triplets))
     if lam is None and beta is None:  # no multiplier: dual value 0, attained by M = 0
         return SDPSolution(np.zeros_like(pulls), multipliers, "trivial", 0.0, 0.0)
@@ -309,24 +335,38 @@ FORMULATIONS = {"primal": solve_primal, "dual": solve_dual}
 
 
 def complementary_multipliers(problem: LMNNProblem, space: ReducedSpace, metrics: np.ndarray,
-                              band: float, solver: str = "CLARABEL", solver_options: dict | None = None):
+                              band: float, solver: str = "CLARABEL", solver_options: dict | None = None,
+                              free: np.ndarray | None = None, mu: float | None = None,
+                              by_anchor: bool | None = None):
     """Multipliers for candidate metrics (C, d, d), one per cluster of ``problem``, by
     complementary slackness (DESIGN.md).
 
     Triplets with margin above ``band`` get tied multipliers ``beta_g mu``, those below
     ``-band`` get 0 and those within the band are free in [0, mu]; the dual SDP over
     the ``beta_g`` and the free ones maximises the bound. With one metric all tied
-    triplets share one ``beta``; with several, one ``beta`` per anchor and cluster pair
-    ``(i, c(j), c(l))``. Killable impostors get 0. Returns ``(triplets (T, 3), multipliers (T,), n_free, solution)``;
+    triplets share one ``beta``; with several, or with ``by_anchor``, one ``beta`` per anchor
+    and cluster pair ``(i, c(j), c(l))``. ``free`` (F, 3) are triplets of the problem kept free whatever
+    their margin (the working set of ``aggregated``); ``mu`` is the push weight of the SDP
+    in place of ``problem.mu`` (``search_mu``). Killable impostors get 0. Returns
+    ``(triplets (T, 3), multipliers (T,), n_free, solution)``, the free triplets last;
     ``solution.metrics_reduced`` minimises the lower model of ``aggregated``."""
+    mu = problem.mu if mu is None else mu
     near = problem.active_triplets(metrics, band=band)
+    kept = np.zeros(len(near), dtype=bool)
+    if free is not None and len(free):
+        near = np.unique(np.concatenate([near, free]), axis=0)
+        keys = lambda t: triplet_keys(t, problem.n_samples)  # noqa: E731
+        kept = np.isin(keys(near), keys(free))
     cspaces = cluster_spaces(pull_matrices(problem, space))
-    near = near[~killable(problem, space, cspaces, near)]
+    alive = ~killable(problem, space, cspaces, near)
+    near, kept = near[alive], kept[alive]
     margins = problem.triplet_margins(metrics, near)
-    active, free = near[margins > band], near[margins <= band]
-    fixed = fixed_groups(space, problem.owner, active, by_anchor=len(metrics) > 1) if len(active) else None
-    sol = solve_dual(problem, space, free, solver, fixed=fixed, solver_options=solver_options)
-    tied = problem.mu * sol.beta[fixed.index] if fixed is not None else np.zeros(0)
+    tied = (margins > band) & ~kept
+    active, free = near[tied], near[~tied]
+    by_anchor = len(metrics) > 1 if by_anchor is None else by_anchor
+    fixed = fixed_groups(space, problem.owner, active, by_anchor=by_anchor) if len(active) else None
+    sol = solve_dual(problem, space, free, solver, fixed=fixed, solver_options=solver_options, mu=mu)
+    tied = mu * sol.beta[fixed.index] if sol.beta is not None else np.zeros(len(active))
     return np.concatenate([active, free]), np.concatenate([tied, sol.multipliers]), len(free), sol
 
 

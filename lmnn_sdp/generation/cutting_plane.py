@@ -8,7 +8,13 @@ for it; once no triplet outside ``W`` is violated, the omitted hinge terms are
 zero at the solution, ``eps(M)`` equals the restricted optimum and the
 certificate carries over to the whole problem.
 
-Design note: ``docs/design/constraint-generation.md``.
+The restricted SDPs weigh the push by ``sdp.search_mu(mu)`` (``mu`` itself below
+``1 - sdp.PULL_FLOOR``): at ``mu = 1`` their minimisers form a face and the least-pull one
+is the one that carries over. The final metric is moved to its best multiple
+(``scaling.best_scale``) when that gains more than ``tol``, so a metric that clears every
+hinge (``mu = 1``) or vanishes (``mu = 0``) up to the solver's accuracy does so exactly.
+
+Design note: ``docs/design/constraint-generation.md`` ("The ends of mu's range").
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm.auto import tqdm
 
+from lmnn_sdp.candidate import certify
+from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
-from lmnn_sdp.core.space import reduced_space
-from lmnn_sdp.formulations.sdp import FORMULATIONS
+from lmnn_sdp.core.space import ReducedSpace, reduced_space
+from lmnn_sdp.formulations.sdp import FORMULATIONS, search_mu
+from lmnn_sdp.generation.scaling import best_scale
 from lmnn_sdp.generation.start import starting_metrics
 from lmnn_sdp.result import SDPResult, certified_result, stop_status
 
@@ -51,9 +60,10 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
     default the best scaled identity). Each round solves the restricted SDP in the
     given ``formulation`` ("dual", the default, or "primal"), adds the triplets
     outside the working set with margin above ``-add_band`` and drops those with a
-    zero multiplier and a margin below ``-drop_band`` (``None`` keeps every
-    triplet). Stops when no triplet outside the working set is violated (the
-    restricted optimum is then the full one) or after ``max_rounds`` rounds."""
+    multiplier below ``1e-9`` of the largest and a margin below ``-drop_band``
+    (``None`` keeps every triplet). Stops when no triplet outside the working set is
+    violated (the restricted optimum is then the full one), when the certificate
+    proves the gap, or after ``max_rounds`` rounds."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {tuple(FORMULATIONS)}, got {formulation!r}.")
     space = reduced_space(problem)
@@ -61,12 +71,13 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
         metrics = starting_metrics(problem, space, start)
         working_set = problem.active_triplets(metrics, band=add_band)
     working = unique_rows(check_triplets(working_set, problem.n_samples))
+    mu_s = search_mu(problem.mu)
     rounds, build, solve = [], 0.0, 0.0
     bar = tqdm(total=max_rounds, desc="cutting plane", disable=not progress, leave=False)
     for _ in range(max_rounds):
         begin = time.perf_counter()
         solution = FORMULATIONS[formulation](problem, space, working, solver,
-                                             solver_options=solver_options)
+                                             solver_options=solver_options, mu=mu_s)
         result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
         build, solve = build + solution.build_time, solve + solution.solve_time
         found = problem.active_triplets(result.metric, band=add_band)
@@ -77,15 +88,34 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
                             result.relative_gap, solution.status, time.perf_counter() - begin))
         bar.update()
         bar.set_postfix(working=len(working), added=len(fresh), gap=f"{result.relative_gap:.2g}")
-        if violated == 0:
+        if violated == 0 or result.certified:
             break
         kept = result.triplets
         if drop_band is not None:
-            kept = kept[(result.multipliers > 1e-9 * problem.mu) | (margins(kept) > -drop_band)]
+            positive = result.multipliers > 1e-9 * result.multipliers.max(initial=0.0)
+            kept = kept[positive | (margins(kept) > -drop_band)]
         working = np.concatenate([kept, fresh])
     bar.close()
+    result = _scaled(problem, space, result, solver, tol)
     result.rounds, result.timings = rounds, {"build": build, "solve": solve}
     return replace(result, **stop_status(result.certificate, budget_spent=violated > 0))
+
+
+def _scaled(problem: LMNNProblem, space: ReducedSpace, result: SDPResult, solver: str,
+            tol: float) -> SDPResult:
+    """``result`` at the best multiple of its metric (``scaling.best_scale``), certified anew,
+    when that lowers eq. 14 by more than ``tol`` of it: the SDP's metric clears every hinge
+    (``mu = 1``) or vanishes (``mu = 0``) only up to the solver's accuracy."""
+    _, metrics, value = best_scale(problem, problem.objective, result.metrics, result.upper)
+    if not value < (1.0 - tol) * result.upper:
+        return result
+    metric = metrics if problem.clusters is not None else metrics[0]
+    certificates = {
+        "solver multipliers": prove(problem, metric, result.triplets, result.multipliers, tol=tol),
+        "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
+    }
+    return replace(result, certificates=certificates,
+                   certificate=max(certificates.values(), key=lambda c: c.lower))
 
 
 def unique_rows(triplets: np.ndarray) -> np.ndarray:

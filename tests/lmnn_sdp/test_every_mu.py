@@ -1,0 +1,79 @@
+"""Property-based: at every mu in [0, 1], the ends drawn often, every exact method and the fast
+solver certify the same optimum of eq. 14, and every claim verifies.
+
+Problems are small, regular or degenerate (duplicated points, collinear features, integer
+features, fewer points than features, where the optimum is 0). The default run is bounded and
+derandomized (CI); ``HYPOTHESIS_PROFILE=long`` draws many more examples.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+import fast_solver
+from lmnn_sdp import solve_lmnn
+from lmnn_sdp.core.problem import LMNNProblem
+
+EXAMPLES = {"ci": 12, "long": 1000}[os.environ.get("HYPOTHESIS_PROFILE", "ci")]
+ENDS = (0.0, 1.0, 1 - 1e-2, 1 - 1e-3)
+TOL = 1e-6
+
+
+def inputs(kind: str, rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """Inputs (n, d) of one kind: regular clusters, or one of the degenerate kinds."""
+    if kind == "fewer-points-than-features":
+        return rng.normal(size=(n, n + 2))
+    if kind == "integers":
+        return rng.integers(-2, 3, size=(n, d)).astype(float)
+    X = rng.normal(size=(n, d))
+    if kind == "duplicates":
+        X[n // 2:] = X[: n - n // 2]
+    elif kind == "collinear" and d > 1:
+        X[:, -1] = 2.0 * X[:, 0] - X[:, 1]
+    return X
+
+
+@st.composite
+def problems(draw):
+    kind = draw(st.sampled_from(["regular", "regular", "duplicates", "collinear", "integers",
+                                 "fewer-points-than-features"]))
+    mu = draw(st.one_of(st.sampled_from(ENDS), st.floats(0.0, 1.0)))
+    classes, per_class, d = draw(st.integers(2, 3)), draw(st.integers(3, 6)), draw(st.integers(1, 3))
+    k = draw(st.integers(1, min(2, per_class - 1)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    y = np.repeat(np.arange(classes), per_class)
+    X = inputs(kind, rng, len(y), d)
+    if kind == "regular":
+        X += 2.0 * y[:, None]  # classes apart, impostors still near
+    try:
+        return LMNNProblem(X, y, k=k, mu=mu)
+    except ValueError:  # e.g. a class whose points all coincide: a clear error, not a claim
+        event("refused by LMNNProblem")
+        return None
+
+
+@settings(max_examples=EXAMPLES, derandomize=EXAMPLES < 100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_every_method_certifies_the_same_optimum_at_every_mu(problem):
+    if problem is None:
+        return
+    event(f"mu {'end' if problem.mu in ENDS else 'inside'}")
+    results = {"aggregated": solve_lmnn(problem, method="aggregated", tol=TOL),
+               "cutting-plane": solve_lmnn(problem, method="cutting-plane", tol=TOL),
+               "fast": fast_solver.solve(problem, tol=TOL)}
+    certificates = {name: result.certificate for name, result in results.items()}
+    for name, certificate in certificates.items():
+        assert results[name].certified, (name, problem.mu, results[name].message)
+        assert certificate.verify().certified, name
+    if all(c.proves_zero for c in certificates.values()):
+        event("zero optimum")
+        return
+    for name, certificate in certificates.items():  # each upper bound above every lower bound, and close
+        for other in certificates.values():
+            assert certificate.upper + certificate.upper_error >= other.lower - other.lower_error, name
+            assert certificate.upper <= other.upper * (1 + 2 * TOL) + other.atol + other.upper_error, name
