@@ -1,5 +1,7 @@
 """Property-based: at every mu in [0, 1], the ends drawn often, every exact method and the fast
-solver certify the same optimum of eq. 14, and every claim verifies.
+solver certify the same optimum of eq. 14, and every claim verifies. At mu = 1 an optimum above 0
+has no dual bound above 0 (without the pull, ``Z`` must vanish where the metric has full
+rank), so there only the claims made are checked.
 
 Problems are small, regular or degenerate (duplicated points, collinear features, integer
 features, fewer points than features, where the optimum is 0). The default run is bounded and
@@ -68,12 +70,16 @@ def test_every_method_certifies_the_same_optimum_at_every_mu(problem):
                "fast": fast_solver.solve(problem, tol=TOL)}
     certificates = {name: result.certificate for name, result in results.items()}
     for name, certificate in certificates.items():
-        assert results[name].certified, (name, problem.mu, results[name].message)
-        assert certificate.verify().certified, name
-    if all(c.proves_zero for c in certificates.values()):
-        event("zero optimum")
-        return
-    for name, certificate in certificates.items():  # each upper bound above every lower bound, and close
+        assert certificate.verify().certified == results[name].certified, name  # every claim verifies
+        if problem.mu < 1:  # at mu = 1 a positive optimum has no dual bound above 0 (the pull is gone)
+            assert results[name].certified, (name, problem.mu, results[name].message)
+    event("certified by all" if all(r.certified for r in results.values()) else "mu = 1, not certified")
+    for name, certificate in certificates.items():  # every upper bound above every lower bound ...
         for other in certificates.values():
             assert certificate.upper + certificate.upper_error >= other.lower - other.lower_error, name
-            assert certificate.upper <= other.upper * (1 + 2 * TOL) + other.atol + other.upper_error, name
+    claims = [c for c in certificates.values() if c.certified]
+    if claims and all(c.proves_zero for c in claims):
+        event("zero optimum")
+    for certificate in claims:  # ... and every certified value the same, to tol or within atol of 0
+        for other in claims:
+            assert certificate.upper <= other.upper * (1 + 2 * TOL) + other.atol + other.upper_error
