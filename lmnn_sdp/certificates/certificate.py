@@ -51,19 +51,17 @@ class Certificate:
         ``(U - L) / U`` with ``U = upper + upper_error`` and ``L = lower - lower_error``: a
         bound on ``(eps(metric) - opt) / eps(metric)`` that no rounding can undercut.
     certified : bool
-        ``relative_gap <= tol``, or the absolute gap within ``atol`` (below), and an
-        independent evaluation of eq. 14 (``independent_check``) agrees with ``upper``
+        ``relative_gap <= tol``, or ``upper + upper_error <= atol`` (a zero optimum, below),
+        and an independent evaluation of eq. 14 (``independent_check``) agrees with ``upper``
         to within the two rounding bounds.
     refused : str
         Why the certificate is not certified although ``relative_gap <= tol``; "" otherwise.
     tol : float
     atol : float
-        Absolute tolerance: ``U - max(L, 0) <= atol`` (``U`` and ``L`` as for
-        ``relative_gap``; eq. 14 is non-negative, so the optimum is at least 0) proves the
-        metric's objective within ``atol`` of the optimum, however small that is. No relative
-        gap can prove an optimum of 0, so this is how one is certified (mu = 0, mu = 1 with
-        every hinge cleared, fewer points than features), and an optimum near 0 (mu near 1)
-        whose relative gap the solvers' precision cannot reach.
+        Absolute tolerance of a zero optimum. eq. 14 is non-negative, so a metric whose
+        objective with its rounding is at most ``atol`` is within ``atol`` of the optimum,
+        however small that is; no relative gap can prove an optimum of 0, so this is how one
+        is certified (mu = 0, mu = 1 with every hinge cleared, fewer points than features).
         Default ``ATOL`` = 1e-6, a millionth of the unit margin; 0 in certificates of formats
         3 and 4, which had no such rule. Design note: docs/design/certificates.md.
     metric : ndarray of shape (d, d), or (C, d, d) with ``clusters``
@@ -141,7 +139,7 @@ class Certificate:
     def proves_zero(self) -> bool:
         """The upper bound with its rounding is at most ``atol``: the optimum is within ``atol``
         of 0 and so is the metric's objective."""
-        return within_atol(self.upper + self.upper_error, 0.0, self.atol)
+        return proves_zero(self.upper + self.upper_error, self.atol)
 
     @property
     def n_multipliers(self) -> int:
@@ -155,8 +153,7 @@ class Certificate:
         return (f"Certificate({self.kind}, {verdict}: upper={self.upper:.10g} "
                 f"(+-{self.upper_error:.2g}), lower={self.lower:.10g}, "
                 f"relative_gap={significant(self.relative_gap)}, tol={self.tol:g}, "
-                + (f"within atol={self.atol:g} of the optimum, " if self.certified and self.relative_gap > self.tol
-                   else "") + f"{alpha}"
+                + (f"zero optimum within atol={self.atol:g}, " if self.proves_zero else "") + f"{alpha}"
                 f"multipliers={self.n_multipliers}{singular}, provenance={self.provenance!r})")
 
     def verify(self, rtol: float = 1e-9) -> Certificate:
@@ -192,8 +189,7 @@ class Certificate:
         if not np.isclose(gap, self.relative_gap, rtol=rtol, atol=0.0):
             raise ValueError(f"certificate refused: upper and lower with their rounding give "
                              f"relative_gap={gap!r}, not the stated {self.relative_gap!r}.")
-        proved = gap <= self.tol or within_atol(self.upper + self.upper_error, self.lower - self.lower_error,
-                                                self.atol)
+        proved = gap <= self.tol or proves_zero(self.upper + self.upper_error, self.atol)
         if self.certified != bool(proved and not self.refused):
             raise ValueError(f"certificate refused: certified={self.certified} contradicts "
                              f"relative_gap={gap:.3g}, tol={self.tol:g}, upper={self.upper!r} "
@@ -264,7 +260,7 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, tol: float = 1
     scale into the dual cone leaves the gap above ``tol`` and ``repair`` is True, the
     multipliers lowered by ``bounds.repair_multipliers`` are tried as well, and whichever
     proves more is the certificate's evidence (``verify`` re-derives it with ``repair=False``).
-    ``atol`` certifies an absolute gap, a zero optimum among them (``Certificate.atol``). With ``check`` (the default), a
+    ``atol`` certifies a zero optimum (``Certificate.atol``). With ``check`` (the default), a
     gap within ``tol`` or an upper bound within ``atol`` is certified only after the
     independent evaluation that ``verify`` makes agrees (``independent_check``); it runs on a
     second thread beside the rest."""
@@ -289,7 +285,7 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, tol: float = 1
         keep = multipliers > 0  # zeros prove nothing: the evidence is the positive multipliers
         lower_error = summation(len(triplets) + 2, bound.lower)
         gap = relative_gap(upper.value + upper.rounding, bound.lower - lower_error)
-        proved = gap <= tol or within_atol(upper.value + upper.rounding, bound.lower - lower_error, atol)
+        proved = gap <= tol or proves_zero(upper.value + upper.rounding, atol)
         refused = ""
         if check and proved:
             refused = independent_check(problem, metric, upper.value, upper.rounding, other.result())
@@ -303,17 +299,10 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, tol: float = 1
                        n_dropped=bound.n_dropped, timings={"prove": time.perf_counter() - start})
 
 
-def within_atol_text(certificate: Certificate) -> str:
-    """Why a certificate whose relative gap is above tol is certified: its absolute gap."""
-    return (f"eq. 14 at the metric, {certificate.upper:.10g} +- {certificate.upper_error:.2g}, is within "
-            f"atol={certificate.atol:g} of the optimum (at least {max(certificate.lower, 0.0):.10g}), where "
-            f"the relative gap {significant(certificate.relative_gap)} is above tol={certificate.tol:g}")
-
-
-def within_atol(upper: float, lower: float, atol: float) -> bool:
-    """Bounds on eq. 14 (rounding counted against them) within ``atol`` of each other, the
-    lower one raised to 0 since eq. 14 is non-negative (``Certificate.atol``)."""
-    return bool(upper - max(lower, 0.0) <= atol)
+def proves_zero(upper_with_rounding: float, atol: float) -> bool:
+    """An upper bound on eq. 14 (with its rounding) at most ``atol`` proves the optimum within
+    ``atol`` of 0, since eq. 14 is non-negative (``Certificate.atol``)."""
+    return bool(upper_with_rounding <= atol)
 
 
 def independent_check(problem: LMNNProblem, metric, upper: float, upper_error: float,
