@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
-from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
+from lmnn_sdp.core.loops import compiled, count_below, in_row_blocks
 from lmnn_sdp.core.problem import LMNNProblem, check_inputs, quadratic_forms
 from lmnn_sdp.core.psd import psd_factor
 
@@ -295,34 +295,39 @@ def block_shape(m: int, n: int, per_row: int) -> tuple[int, int]:
     return rows, cols
 
 
-# -- compiled loops (one test point per thread; each writes its own rows) --------
-@njit(parallel=True, cache=True)
-def nearest_per_class(T, X, codes, n_classes, k):  # pragma: no cover - compiled
+# -- compiled loops (blocks of test points on threads; each writes its own rows) ------
+def nearest_per_class(T, X, codes, n_classes, k):
     """Indices (b, n_classes, k) of the ``k`` training points of each class nearest to each
     row of ``T`` (b, d), by exact squared Euclidean distance, ties to the smaller index."""
-    b, d = T.shape
+    b = T.shape[0]
     near = np.full((b, n_classes, k), -1, dtype=np.intp)
-    for t in prange(b):
-        best = np.full((n_classes, k), np.inf)
+    best = np.full((b, n_classes, k), np.inf)
+    in_row_blocks(_nearest_per_class, b, T, X, codes, near, best, work=b * X.shape[0] * T.shape[1])
+    return near
+
+
+@compiled()
+def _nearest_per_class(start, stop, T, X, codes, near, best):  # pragma: no cover - compiled
+    d = T.shape[1]
+    k = near.shape[2]
+    for t in range(start, stop):
         for l in range(X.shape[0]):
             s = 0.0
             for e in range(d):
                 diff = T[t, e] - X[l, e]
                 s += diff * diff
             c = codes[l]
-            if s < best[c, k - 1]:
+            if s < best[t, c, k - 1]:
                 r = k - 1
-                while r > 0 and best[c, r - 1] > s:
-                    best[c, r] = best[c, r - 1]
+                while r > 0 and best[t, c, r - 1] > s:
+                    best[t, c, r] = best[t, c, r - 1]
                     near[t, c, r] = near[t, c, r - 1]
                     r -= 1
-                best[c, r] = s
+                best[t, c, r] = s
                 near[t, c, r] = l
-    return near
 
 
-@njit(parallel=True, cache=True)
-def impostor_sums(D, codes, radii, sorted_radii, count, total, own):  # pragma: no cover
+def impostor_sums(D, codes, radii, sorted_radii, count, total, own):
     """Second term of eq. 15, accumulated over one chunk of training columns.
 
     ``D`` (b, s) distances to the chunk, ``codes`` (s,) their classes, ``radii`` (b, K, k)
@@ -330,15 +335,21 @@ def impostor_sums(D, codes, radii, sorted_radii, count, total, own):  # pragma: 
     ``p`` radii at most ``D`` adds 1 to ``count[t, p]`` and ``D`` to ``total[t, p]`` (so
     a cumulative sum gives the hinge over all columns at each radius); ``own`` (b, K, k)
     collects the hinge of columns of the radius's own class, which are not impostors."""
-    b, s = D.shape
+    in_row_blocks(_impostor_sums, D.shape[0], D, codes, radii, sorted_radii, count, total, own,
+                  work=D.size)
+
+
+@compiled()
+def _impostor_sums(start, stop, D, codes, radii, sorted_radii, count, total, own):  # pragma: no cover
+    s = D.shape[1]
     k = radii.shape[2]
     top = sorted_radii.shape[1] - 1
-    for t in prange(b):
+    for t in range(start, stop):
         for l in range(s):
             dist = D[t, l]
             if dist >= sorted_radii[t, top]:
                 continue
-            p = np.searchsorted(sorted_radii[t], dist, side="right")
+            p = count_below(sorted_radii[t], dist, True)
             count[t, p] += 1.0
             total[t, p] += dist
             c = codes[l]
@@ -348,13 +359,17 @@ def impostor_sums(D, codes, radii, sorted_radii, count, total, own):  # pragma: 
                     own[t, c, r] += hinge
 
 
-@njit(parallel=True, cache=True)
-def invasion_sums(D, radii, codes, out):  # pragma: no cover - compiled
+def invasion_sums(D, radii, codes, out):
     """Third term of eq. 15 per class: ``out[t, codes[i]] += sum_r [radii[i, r] - D[t, i]]_+``
     for the training points ``i`` of one chunk; ``D`` (b, s), ``radii`` (s, k) ``1 + D(i, j)``."""
-    b, s = D.shape
+    in_row_blocks(_invasion_sums, D.shape[0], D, radii, codes, out, work=D.size * radii.shape[1])
+
+
+@compiled()
+def _invasion_sums(start, stop, D, radii, codes, out):  # pragma: no cover - compiled
+    s = D.shape[1]
     k = radii.shape[1]
-    for t in prange(b):
+    for t in range(start, stop):
         for i in range(s):
             for r in range(k):
                 hinge = radii[i, r] - D[t, i]

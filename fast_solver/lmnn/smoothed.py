@@ -176,8 +176,7 @@ class ClusterGraphs:
             return out
         flat = out.reshape(-1, s)
         if self.compiled:
-            with compiled.threads_for(len(self.nodes) * s * V.shape[2]):
-                compiled.map_stacked_rows(self.rows, self.nodes, self.n, V, flat, compact)
+            compiled.map_stacked_rows(self.rows, self.nodes, self.n, V, flat, compact)
             return out
         for c, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:])):
             def fill(start: int, stop: int, c=c, lo=lo) -> None:
@@ -289,8 +288,7 @@ class SmoothedObjective:
         if nodes is None:
             Z += t * Y
         else:
-            with compiled.threads_for(len(nodes) * Z.shape[2]):
-                compiled.add_rows(Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2]), nodes, t)
+            compiled.add_rows(Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2]), nodes, t)
         target_d = target_c[:, :, 0] + t * (2.0 * target_c[:, :, 1] + t * target_c[:, :, 2])
         np.add(pair_c[:, 0], t * (2.0 * pair_c[:, 1] + t * pair_c[:, 2]), out=self.pair_d)
         return self._settle(ev.L + t * V, ev.gamma, Z, target_d)
@@ -299,9 +297,8 @@ class SmoothedObjective:
         """The evaluation at ``L`` from its coordinates ``Z`` and distances (``target_d`` and
         ``self.pair_d``)."""
         self.n_evaluations += 1
-        with compiled.threads_for(self.transition.size):
-            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._scale(gamma),
-                                          self.prior, self.target_w, self.pair_w, self.transition)
+        sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._scale(gamma),
+                                       self.prior, self.target_w, self.pair_w, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
@@ -336,7 +333,7 @@ class SmoothedObjective:
         t = self._transition_triplets()
         graph = self._transition_graph
         Y = self._direction(graph, V.astype(np.float32), compact=True)
-        c = compiled.triplet_products(self.Z, Y, graph.position, self.clusters, t[:, 0], t[:, 1], t[:, 2])
+        c = compiled.triplet_products(self.Z, Y, graph.position, self.clusters, t)
         w = (2.0 * self.mu / ev.gamma) * c
         LS = graph.cross(np.concatenate([w, -w]).astype(np.float32), self._transition_Z)  # (L S)^T = X^T Lap Z
         return out + 2.0 * LS.transpose(0, 2, 1).astype(np.float64)
@@ -483,15 +480,13 @@ class SmoothedObjective:
         n, k = self.targets.shape
         pull = target_c[:, :, 1].sum(), target_c[:, :, 2].sum()
         kink, count = np.empty((len(self.ws), k), dtype=bool), np.empty(n, np.intp)
-        work = (len(self.ws) + n) * k
         reach = [-1.0, None]  # t_hi, and the pieces on [0, t_hi]
 
         def pieces(t_hi: float) -> tuple:
-            with compiled.threads_for(work):
-                linear = compiled.ray_pieces(target_c, pair_c, self.ws.ptr, t_hi, not metric, ev.gamma,
-                                             scale, self.prior, kink, count).sum(axis=0)
-                start = np.concatenate([[0], np.cumsum(count)])
-                return (linear, *compiled.kink_terms(target_c, pair_c, self.ws.ptr, scale, self.prior, kink, start))
+            linear = compiled.ray_pieces(target_c, pair_c, self.ws.ptr, t_hi, not metric, ev.gamma,
+                                         scale, self.prior, kink, count).sum(axis=0)
+            start = np.concatenate([[0], np.cumsum(count)])
+            return (linear, *compiled.kink_terms(target_c, pair_c, self.ws.ptr, scale, self.prior, kink, start))
 
         def change(t: float) -> float:
             t = float(t)
@@ -500,8 +495,7 @@ class SmoothedObjective:
                 reach[:] = RAY_REACH * t, pieces(RAY_REACH * t)
             (lin_beta, lin_kappa), h0, beta, kappa = reach[1]
             lin, q = (0.0, t) if metric else (2.0 * t, t * t)
-            with compiled.threads_for(len(h0)):
-                kinks = compiled.kink_change(h0, beta, kappa, lin, q, ev.gamma)
+            kinks = compiled.kink_change(h0, beta, kappa, lin, q, ev.gamma)
             push = lin * lin_beta + q * lin_kappa + kinks
             return (1.0 - self.mu) * (lin * pull[0] + q * pull[1]) + self.mu * push
         return change

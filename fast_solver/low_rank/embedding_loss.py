@@ -72,13 +72,10 @@ class EmbeddingLoss:
     def evaluate(self, Z: np.ndarray, width: float) -> EmbeddingEvaluation:
         """``F_width``, eq. 14 and ``dF/dZ`` on the working set at ``Z`` (n, r)."""
         Z3 = np.ascontiguousarray(Z, dtype=float)[None]
-        with compiled.threads_for(self.targets.size * Z.shape[1]):
-            target_d = compiled.target_distances(Z3, self.targets, self.clusters)
-        with compiled.threads_for(len(self.ws) * Z.shape[1]):
-            compiled.pair_distances(Z3, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
-        with compiled.threads_for(self.transition.size):
-            sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, float(width), self.mu, 0.0, self.prior,
-                                          self.target_w, self.pair_w, self.transition)
+        target_d = compiled.target_distances(Z3, self.targets, self.clusters)
+        compiled.pair_distances(Z3, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
+        sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, float(width), self.mu, 0.0, self.prior,
+                                       self.target_w, self.pair_w, self.transition)
         smooth, hinge, _, _, active, _ = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
@@ -95,9 +92,8 @@ def search_working_set(Z: np.ndarray, targets: np.ndarray, codes: np.ndarray, ba
     by the exact search of ``fast_solver.lmnn.impostors`` (App. A's radius): every triplet whose
     hinge exceeds ``-band`` has its pair in the set."""
     Z = np.ascontiguousarray(Z - Z.mean(axis=0))  # distances are translation invariant
-    with compiled.threads_for(targets.size * Z.shape[1]):
-        target_d = compiled.target_distances(Z[None], np.ascontiguousarray(targets, dtype=np.intp),
-                                            np.zeros(len(Z), np.intp))
+    target_d = compiled.target_distances(Z[None], np.ascontiguousarray(targets, dtype=np.intp),
+                                        np.zeros(len(Z), np.intp))
     i, l = impostor_pairs(Z, codes, impostor_radius(target_d, band), return_distance=False)
     return WorkingSet.from_pairs(i, l, len(Z))
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from lmnn_sdp.core.loops import compiled, count_below, in_row_blocks
 
 MAX_CHUNKS = 256
 BLOCK = 128  # partners per block
@@ -77,9 +79,7 @@ def _balanced_chunks(work: np.ndarray, n_chunks: int) -> tuple[np.ndarray, int]:
     return bounds, int(np.max(total[bounds[1:]] - total[bounds[:-1]]))
 
 
-@njit(parallel=True, cache=True, fastmath=_FAST)
-def pair_sums(XT, factor, weights, slack, class_end, chunks, similar, floors,
-              diagonal):  # pragma: no cover - compiled
+def pair_sums(XT, factor, weights, slack, class_end, chunks, similar, floors, diagonal):
     """Sums over the similar or the dissimilar pairs ``u = x_i - x_j`` of sorted inputs
     ``XT`` (d, n), with ``D = |factor u|^2`` (diagonal: ``sum_k factor[0, k] u_k^2``) and
     ``e = slack sum_k weights[k] u_k^2``.
@@ -90,7 +90,8 @@ def pair_sums(XT, factor, weights, slack, class_end, chunks, similar, floors,
     fall into buckets ``b`` = how many floors lie below their root ``r = sqrt(D+)``; per
     chunk and bucket, ``roots`` (sum of r), ``counts``, ``over_roots`` (sum of
     ``u u^T / (2 r)``, b >= 1) and ``plain`` (sum of ``u u^T``, b < len(floors)), outer
-    products packed by rows ``k <= l`` (d (d + 1) / 2 entries) or diagonal (d)."""
+    products packed by rows ``k <= l`` (d (d + 1) / 2 entries) or diagonal (d). The chunks
+    run in blocks on threads (``lmnn_sdp.core.loops.in_row_blocks``)."""
     d, n = XT.shape
     n_chunks = len(chunks) - 1
     n_buckets = len(floors) + 1
@@ -100,23 +101,32 @@ def pair_sums(XT, factor, weights, slack, class_end, chunks, similar, floors,
     counts = np.zeros((n_chunks, n_buckets))
     over_roots = np.zeros((n_chunks, n_buckets, width))
     plain = np.zeros((n_chunks, n_buckets, width))
-    for c in prange(n_chunks):
-        U = np.empty((d, BLOCK))
-        D = np.empty(BLOCK)
-        norms = np.empty(BLOCK)
-        weight = np.empty(BLOCK)
+    in_row_blocks(_pair_sums, n_chunks, XT, factor, weights, slack, class_end, chunks, similar, floors,
+                  diagonal, sums, roots, counts, over_roots, plain, work=n * n * d // 2)
+    return sums, roots, counts, over_roots, plain
+
+
+@compiled(fastmath=_FAST)
+def _pair_sums(start, stop, XT, factor, weights, slack, class_end, chunks, similar, floors, diagonal, sums,
+               roots, counts, over_roots, plain):  # pragma: no cover - compiled
+    d, n = XT.shape
+    n_buckets = len(floors) + 1
+    U = np.empty((d, BLOCK))
+    D = np.empty(BLOCK)
+    norms = np.empty(BLOCK)
+    weight = np.empty(BLOCK)
+    for c in range(start, stop):
         for i in range(chunks[c], chunks[c + 1]):
             first = i + 1 if similar else class_end[i]
-            stop = class_end[i] if similar else n
-            for start in range(first, stop, BLOCK):
-                size = min(BLOCK, stop - start)
-                differences(XT, i, start, size, U)
+            end = class_end[i] if similar else n
+            for begin in range(first, end, BLOCK):
+                size = min(BLOCK, end - begin)
+                differences(XT, i, begin, size, U)
                 _squared_norms(factor, weights, U, size, diagonal, D, norms, weight)
                 _add_block_sums(sums[c], D, norms, size, slack)
                 if n_buckets > 1:
                     _add_tangent_block(U, D, size, floors, weight, roots[c], counts[c],
                                        over_roots[c], plain[c], diagonal)
-    return sums, roots, counts, over_roots, plain
 
 
 @njit(inline="always", fastmath=_FAST)
@@ -190,7 +200,7 @@ def _add_tangent_block(U, D, size, floors, weight, roots, counts, over_roots, pl
     add_weighted_outer(over_roots[last], U, weight, size, diagonal)
     for b in range(size):
         root = np.sqrt(max(D[b], 0.0))
-        bucket = last if root > ceiling else np.searchsorted(floors, root)
+        bucket = last if root > ceiling else count_below(floors, root, False)
         roots[bucket] += root
         counts[bucket] += 1.0
         if bucket == last:
