@@ -3,8 +3,8 @@
 
 LMNN is multi-metric LMNN with one cluster, so both run the same code: the SDP
 and its dual (``sdp``), constraint generation (``cutting_plane``, ``aggregated``)
-and the certificate (``certificate``). ``method="full"`` puts every triplet into
-one SDP; ``"cutting-plane"`` and ``"aggregated"`` generate constraints.
+and the certificate (``certificate``). ``"cutting-plane"`` (the default) and
+``"aggregated"`` generate constraints; ``method="full"`` puts every triplet into one SDP.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lmnn_sdp.result import SDPResult, certified_result
 METHODS = ("full", "cutting-plane", "aggregated")
 
 
-def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "full", *,
+def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "cutting-plane", *,
                tol: float = 1e-6, formulation: str | None = None,
                solver_options: dict | None = None, **options) -> SDPResult:
     """Solve the LMNN SDP exactly and certify the answer.
@@ -38,13 +38,15 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "fu
         multi-metric LMNN (``solve_mm_lmnn``).
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The cvxpy solver, in any case.
-    method : {"full", "cutting-plane", "aggregated"}, default="full"
-        ``"full"`` puts every triplet into one SDP (at most 5,000,000 triplets).
+    method : {"cutting-plane", "aggregated", "full"}, default="cutting-plane"
         ``"cutting-plane"`` generates constraints: it solves the SDP on a working set of
         triplets and adds those violated at its solution until none is
-        (``generation.cutting_plane``). ``"aggregated"`` solves SDPs over the triplets
-        near the margin only, with tied multipliers for those above it
+        (``generation.cutting_plane``); the fastest on the corpus and the main job's
+        instances (docs/results/exact-methods.md). ``"aggregated"`` solves SDPs over the
+        triplets near the margin only, with tied multipliers for those above it
         (``generation.aggregated``); the method of choice beyond a few hundred points.
+        ``"full"`` puts every triplet into one SDP (at most 5,000,000 triplets): the
+        literal formulation the others are checked against.
     tol : float, default=1e-6
         Certified relative gap up to which the answer counts as optimal; finite, >= 0.
     formulation : {"primal", "dual"}, optional
@@ -166,7 +168,7 @@ def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: floa
 
 
 def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
-                  method: str = "full", *, tol: float = 1e-6, formulation: str | None = None,
+                  method: str = "cutting-plane", *, tol: float = 1e-6, formulation: str | None = None,
                   solver_options: dict | None = None, **options) -> SDPResult:
     """Solve multi-metric LMNN exactly, all metrics jointly, and certify the answer.
 
@@ -186,7 +188,7 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
         has none.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The cvxpy solver, in any case.
-    method : {"full", "cutting-plane", "aggregated"}, default="full"
+    method : {"cutting-plane", "aggregated", "full"}, default="cutting-plane"
         As for ``solve_lmnn``.
     tol : float, default=1e-6
         Certified relative gap up to which the answer counts as optimal; finite, >= 0.

@@ -62,7 +62,7 @@ class SDPResult(CertifiedResult):
     >>> result.status, result.converged, result.certified
     ('converged', True, True)
     >>> result.metric.shape, result.method
-    ((4, 4), 'full')
+    ((4, 4), 'cutting-plane')
     >>> result.solver_status in {"optimal", "optimal_inaccurate"}
     True
     """

@@ -107,7 +107,7 @@ def _real_subsets() -> list[Instance]:
         ("iris", 150, 0, None, 3, 0.5), ("iris", 90, 1, None, 1, 0.2), ("iris", 90, 2, None, 5, 0.8),
         ("iris", 60, 3, None, 2, 0.5), ("iris", 120, 4, None, 4, 0.2),
         ("wine", 178, 0, None, 3, 0.5), ("wine", 80, 1, None, 2, 0.2), ("wine", 80, 2, None, 4, 0.8),
-        ("wine", 100, 3, 5, 1, 0.5),
+        ("wine", 100, 3, 5, 1, 0.5), ("wine", 178, 0, None, 3, 0.99), ("wine", 178, 0, None, 3, 1.0),
         ("breast_cancer", 80, 0, 10, 3, 0.5), ("breast_cancer", 70, 1, 6, 1, 0.8),
         ("breast_cancer", 60, 2, None, 2, 0.2), ("breast_cancer", 90, 3, 4, 5, 0.5),
         ("digits", 120, 0, 10, 3, 0.5), ("digits", 100, 1, 8, 2, 0.2), ("digits", 200, 2, 6, 4, 0.8),

@@ -213,7 +213,7 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6,
     >>> from lmnn_sdp.testing import corpus_cases
     >>> cases = corpus_cases()
     >>> len(cases), len(corpus_cases("multi-metric-lmnn")), len(corpus_cases("mmc-diagonal"))
-    (31, 4, 2)
+    (33, 4, 2)
     >>> case = cases[3]
     >>> case.id, round(case.optimum, 4)
     ('iris-n60-k2-mu0.5', 44.2328)

@@ -50,7 +50,7 @@ def test_a_certificate_of_the_previous_format_loads_and_verifies(path):
 def test_every_corpus_file_is_of_the_current_format_and_matches_the_schema():
     validator = schema_validator()
     files = corpus_files()
-    assert len(files) == 39
+    assert len(files) == 41
     for path in files:
         fields = json.loads(path.read_text())
         assert (fields["format"], fields["format_version"]) == (storage.FORMAT, storage.FORMAT_VERSION)

@@ -44,8 +44,8 @@ def test_full_dual_and_cutting_plane_match_reference(seed, mu):
 def test_iris_full_cutting_plane_and_aggregated_agree():
     X, y = load_iris(return_X_y=True)
     p = LMNNProblem(X, y, k=3, mu=0.5)
-    full = solve_lmnn(p)
-    cut = solve_lmnn(p, method="cutting-plane")
+    full = solve_lmnn(p, method="full")
+    cut = solve_lmnn(p)
     aggregated = solve_lmnn(p, method="aggregated")
     for result in (full, cut, aggregated):
         assert result.relative_gap <= 1e-6
@@ -66,7 +66,7 @@ def test_aggregated_from_a_given_start_and_every_round_bound_is_valid():
 
 def test_cutting_plane_from_a_given_working_set():
     p = tiny(3, 0.5, n=14)
-    full = solve_lmnn(p)
+    full = solve_lmnn(p, method="full")
     start = full.triplets[full.multipliers > 1e-6]
     warm = solve_lmnn(p, method="cutting-plane", working_set=start)
     assert warm.upper == pytest.approx(full.upper, rel=1e-6)
@@ -126,7 +126,7 @@ def test_bad_solver_and_method():
     with pytest.raises(ValueError, match="method must be"):
         solve_lmnn(p, method="newton")
     with pytest.raises(ValueError, match="cutting-plane"):
-        solve_lmnn(p, working_set=np.zeros((1, 3), dtype=int))
+        solve_lmnn(p, method="full", working_set=np.zeros((1, 3), dtype=int))
 
 
 def test_golden_section_finds_the_minimum_of_a_convex_kink():

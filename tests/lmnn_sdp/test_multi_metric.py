@@ -313,7 +313,7 @@ def test_bad_metrics_methods_and_multipliers_are_rejected():
     with pytest.raises(ValueError, match="method must be"):
         solve_mm_lmnn(p, clusters, method="newton")
     with pytest.raises(ValueError, match="need method"):
-        solve_mm_lmnn(p, clusters, band=0.1)
+        solve_mm_lmnn(p, clusters, method="full", band=0.1)
     with pytest.raises(ValueError, match="formulation"):
         solve_mm_lmnn(p, clusters, formulation="lagrangian")
     with pytest.raises(ValueError, match="formulation applies"):

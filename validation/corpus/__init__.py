@@ -54,19 +54,28 @@ def corpus_instances() -> list:
 
 def build(directory: Path = CORPUS_DIR, instances: list | None = None,
           tol: float = 1e-7, progress: bool = True) -> dict:
-    """Solve, certify to ``tol`` and save every instance; returns the manifest."""
+    """Solve, certify to ``tol`` and save every instance (default ``corpus_instances()``);
+    returns the manifest. Given ``instances``, an existing manifest keeps its other entries
+    and its ``versions``, which gain ``extended``, and the new entries take their place in
+    the order of ``corpus_instances()``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries, versions = {}, _versions()
+    if instances is not None and (directory / MANIFEST).exists():
+        previous = load_manifest(directory)
+        entries = {entry["name"]: entry for entry in previous["instances"]}
+        versions = {**previous["versions"], "extended": versions}
     for instance in tqdm(instances or corpus_instances(), desc="corpus", disable=not progress):
         certificate, solver = CERTIFIERS[type(instance)](instance, tol)
         certificate.save(directory / instance.name)
-        entries.append({"name": instance.name, "problem": certificate.kind,
-                        "source": instance.source, "solver": solver})
+        entries[instance.name] = {"name": instance.name, "problem": certificate.kind,
+                                  "source": instance.source, "solver": solver}
+    order = {instance.name: at for at, instance in enumerate(corpus_instances())}
+    entries = sorted(entries.values(), key=lambda entry: order.get(entry["name"], len(order)))
     used = {entry["problem"] for entry in entries}
     manifest = {"format_version": FORMAT_VERSION,
                 "objectives": {p: text for p, text in OBJECTIVES.items() if p in used},
-                "versions": _versions(), "instances": entries}
+                "versions": versions, "instances": entries}
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 

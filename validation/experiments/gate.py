@@ -9,7 +9,7 @@ code version and suite, ``gate_environment``), so it runs once per environment a
 solver; if any row fails, every task of a method that needs it is refused with
 ``refusal``'s message instead of run.
 
-``--quick`` gates on the built-in instances of at most ``max_n`` points (10 of the 31:
+``--quick`` gates on the built-in instances of at most ``max_n`` points (10 of the 33:
 the 60-point iris, breast cancer and blob instances and the degenerate cases), so that a
 fresh quick run stays within minutes: the full suite took 7 min for LMNN and 9 min for
 the energy rows on this 2-core machine at load 10. Its cached outcome never stands in for
