@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from lmnn_sdp import LMNNProblem
+from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.testing import check_lmnn_solver, corpus_cases
 from validation import peers
 from validation.benchmarks.peers_check import summarise
@@ -110,7 +111,7 @@ def run(solvers: list[str], record_name: str, command: str) -> int:
              notes=notes, command=command, columns=SUMMARY_COLUMNS, formats=FORMATS)(summary)
     for line in summary:
         print(f"{line['solver']}: {line['within_tolerance']} of {line['cases']} within tolerance, median gap "
-              f"{line['median_gap']:.3g}, largest {line['max_gap']:.3g} ({line['worst_case']}); check-solver "
+              f"{significant(line['median_gap'])}, largest {significant(line['max_gap'])} ({line['worst_case']}); check-solver "
               f"against check_lmnn_solver: largest relative difference {line['max_api_difference']:.2g}")
     return 0 if all(r["api_difference"] <= AGREEMENT for r in rows) else 1
 
