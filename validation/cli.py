@@ -2,7 +2,8 @@
 
 ``crosscheck`` (the main job, and the command run when none is named) checks the
 fast solver against the certified exact optimum; ``exact`` certifies LMNN on
-scikit-learn's bundled data; ``corpus`` builds or re-verifies the certified
+scikit-learn's bundled data; ``corpus`` builds, re-verifies or exports the certified
+corpus; ``check-solver`` checks the metric files another program wrote for the exported
 corpus; ``peers`` certifies other libraries' metrics; ``data`` fetches or lists
 the real data sets; ``certify`` certifies any metric on the user's data and
 writes its certificate, which ``verify`` re-checks; ``experiments`` runs the paper's
@@ -84,7 +85,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", title="commands", required=True)
     for add_parser in (add_crosscheck_parser, add_exact_parser, add_corpus_parser,
-                       add_peers_parser, add_data_parser, add_certify_parser,
+                       add_check_solver_parser, add_peers_parser, add_data_parser, add_certify_parser,
                        add_verify_parser, add_experiments_parser):
         add_parser(subparsers)
     return parser
@@ -210,17 +211,22 @@ def run_exact(args: argparse.Namespace) -> int:
 
 # -- corpus ----------------------------------------------------------------------
 def add_corpus_parser(subparsers) -> None:
-    """``corpus build|check|refresh``: the certified corpus (``validation.corpus``)."""
+    """``corpus build|check|refresh|export``: the certified corpus (``validation.corpus``)."""
     command = _add_command(
-        subparsers, "corpus", "build or re-verify the corpus of certified instances",
+        subparsers, "corpus", "build, re-verify or export the corpus of certified instances",
         "The corpus of certified instances for solver regression tests. 'build' solves and "
         "certifies the built-in suite into --dir; 'check' re-verifies every stored certificate "
         "and exits 1 naming any that fails; 'refresh' re-proves the stored evidence (no solve) "
-        "and saves it in the current format.",
+        "and saves it in the current format; 'export DEST' writes the shipped corpus into the new "
+        "folder DEST as plain files (.npy, .csv, JSON) that a solver in any language reads, with "
+        "the certified metrics in DEST/optimal for 'check-solver'.",
     )
-    command.add_argument("action", choices=["build", "check", "refresh"],
+    command.add_argument("action", choices=["build", "check", "refresh", "export"],
                          help="build: solve and certify; check: re-verify the stored certificates; "
-                              "refresh: re-prove the stored evidence in the current format")
+                              "refresh: re-prove the stored evidence in the current format; "
+                              "export: write the shipped corpus as plain files into DEST")
+    command.add_argument("dest", nargs="?", type=Path, metavar="DEST",
+                         help="export: the folder to write, which must not exist yet")
     command.add_argument("--dir", type=Path, default=corpus.CORPUS_DIR,
                          help="corpus folder (default: the one shipped in lmnn_sdp/testing/corpus)")
     command.add_argument("--tol", type=positive_float, default=1e-6,
@@ -229,7 +235,12 @@ def add_corpus_parser(subparsers) -> None:
 
 
 def run_corpus(args: argparse.Namespace) -> int:
-    """Build the corpus, or check it and print one row per instance (1 if any fails)."""
+    """Build, refresh or export the corpus, or check it and print one row per instance (1 if
+    any fails)."""
+    if (args.action == "export") != (args.dest is not None):
+        args.error("DEST is the folder of 'corpus export' and of no other action")
+    if args.action == "export":
+        return _export_corpus(args)
     if args.action != "check":  # build and refresh write in --dir
         _check_option(args, "--dir", output_folder, str(args.dir))
     try:
@@ -251,6 +262,78 @@ def run_corpus(args: argparse.Namespace) -> int:
     print(f"{len(checked) - len(failed)} of {len(checked)} certificates re-verified"
           + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
+
+
+def _export_corpus(args: argparse.Namespace) -> int:
+    """``corpus export DEST``: a usage error when DEST exists or cannot be made."""
+    from validation.corpus.export import export
+
+    if args.dest.exists():
+        args.error(f"argument DEST: {args.dest} exists; give a new folder (the export writes every file "
+                   "of it), or remove that one first")
+    _check_option(args, "DEST", output_folder, str(args.dest))
+    ids = export(args.dest)
+    print(f"exported {len(ids)} certified cases into {args.dest} (protocol: {args.dest / 'README.md'}); "
+          f"check a solver's metrics with: {PROG} check-solver --corpus {args.dest} --metrics OUT")
+    return 0
+
+
+# -- check-solver ---------------------------------------------------------------
+def add_check_solver_parser(subparsers) -> None:
+    """``check-solver``: metric files against the exported corpus (``validation.corpus.solver_files``)."""
+    from lmnn_sdp.testing.corpus_cases import KINDS
+
+    command = _add_command(
+        subparsers, "check-solver", "check a solver's metric files against the exported corpus",
+        "Check the metrics a solver in any language wrote for the cases of 'corpus export': one file "
+        "per case in --metrics, named by the case's id, CASE.npy or CASE.csv holding M (d x d; "
+        "diagonal MMC as a diagonal matrix), CASE.L.npy or CASE.L.csv holding L (r x d) with "
+        "M = L^T L, a multi-metric case one C x d x d array in CASE.npy. Each is scored as "
+        "check_lmnn_solver and assert_mmc_optimal score it: its gap against the case's certified "
+        "bound, at most the case's tolerance to pass; an MMC metric must also satisfy the "
+        "constraint. Prints one row per case; exit status 0 when every selected case passes, 1 when "
+        "one fails or has no metric (missing), 2 for a usage error or a malformed file (one line "
+        "naming it). Nothing is loaded with pickle.")
+    command.add_argument("--corpus", required=True, type=input_folder, metavar="DIR",
+                         help="a folder written by 'corpus export'")
+    command.add_argument("--metrics", required=True, type=input_folder, metavar="OUT",
+                         help="the solver's metric files, one per case")
+    command.add_argument("--kind", nargs="+", choices=KINDS, default=list(KINDS),
+                         help="the problems the solver handles (default: all)")
+    command.add_argument("--report", type=output_file, metavar="PATH",
+                         help="also write the table as PATH.md and PATH.csv (with the command, code "
+                              "version and machine)")
+    command.set_defaults(run=run_check_solver)
+
+
+def run_check_solver(args: argparse.Namespace) -> int:
+    """Print one row per selected case and a summary; 0 when all pass, 1 when one fails or is
+    missing, 2 for a malformed file."""
+    from validation.corpus.export import MalformedFile
+    from validation.corpus.solver_files import COLUMNS, check_metrics, unexpected_files
+    from validation.records import write_record
+
+    try:
+        rows = check_metrics(args.corpus, args.metrics, args.kind)
+        ignored = unexpected_files(args.corpus, args.metrics)
+    except MalformedFile as err:
+        print(f"{PROG} check-solver: malformed file: {err}", file=sys.stderr)
+        return 2
+    if not rows:
+        args.error(f"--corpus {args.corpus} has no case of the kinds {' '.join(args.kind)}")
+    print(format_table(rows, tuple(c for c in COLUMNS if c != "file")))
+    counts = {result: sum(row["result"] == result for row in rows) for result in ("pass", "fail", "missing")}
+    print(f"{counts['pass']} of {len(rows)} cases pass, {counts['fail']} fail, {counts['missing']} missing")
+    if ignored:
+        print(f"ignored, naming no case: {', '.join(ignored)}")
+    if args.report:
+        paths = write_record(args.report.name.removesuffix(".md").removesuffix(".csv"), rows,
+                             title=f"check-solver: {args.metrics} against {args.corpus}",
+                             command=args.command_line, columns=COLUMNS,
+                             formats={"objective": ".10g", "bound": ".10g", "gap": ".3g", "tolerance": ".2g"},
+                             directory=args.report.parent)
+        print("written: " + ", ".join(map(str, paths)))
+    return 0 if counts["pass"] == len(rows) else 1
 
 
 # -- peers -----------------------------------------------------------------------
@@ -588,6 +671,16 @@ def input_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"no such file: {text}")
     if not path.is_file() or not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"not a readable file: {text}")
+    return path
+
+
+def input_folder(text: str) -> Path:
+    """A folder to read: it exists and can be listed."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such folder: {text}")
+    if not path.is_dir() or not os.access(path, os.R_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"not a readable folder: {text}")
     return path
 
 

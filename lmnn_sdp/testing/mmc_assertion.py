@@ -95,7 +95,7 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
         return own
     optimum = solve_mmc(X, diagonal=diagonal, solver=solver, tol=min(1e-7, rtol / 10),
                         **pairs).certificate if excess else None
-    gap, upper_bound = _gap(own, optimum)
+    gap, upper_bound = _gap(own, None if optimum is None else optimum.bound)
     if gap <= rtol:
         return own
     name = "Xing's diagonal MMC" if diagonal else "MMC"
@@ -111,10 +111,76 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
     raise AssertionError("\n".join(lines))
 
 
-def _gap(own: MMCCertificate, optimum: MMCCertificate | None) -> tuple[float, float]:
+def mmc_case_row(case, metric, tolerance: float = 1e-6) -> dict:
+    """Score one metric against one MMC case of the corpus, as ``assert_mmc_optimal`` judges it.
+
+    The metric must be feasible for the case's problem: symmetric PSD (diagonal for
+    ``mmc-diagonal``) and ``sum_S D_M <= 1`` up to the tolerance (relative). It is then
+    scored, as ``assert_mmc_optimal`` scores it, at its rescaling to ``sum_S D = 1`` (only
+    its direction matters): its gap is ``(bound - f) / bound`` (diagonal: ``log(bound / f)``,
+    the absolute gap of Xing's ``g``) with ``f`` its value less rounding and ``bound`` the
+    tighter of its own certified bound and the case's.
+
+    Parameters
+    ----------
+    case : MMCCase
+        The case (``X``, ``similar``, ``dissimilar``, ``diagonal``, ``value``, ``bound``,
+        ``tolerance``).
+    metric : array-like of shape (n_features, n_features)
+        The metric under test.
+    tolerance : float, default=1e-6
+        Largest gap that passes (raised to the case's own), and the relative slack of the
+        constraint ``sum_S D_M <= 1``.
+
+    Returns
+    -------
+    dict
+        ``case``, ``objective`` (``f`` at the rescaled metric), ``optimum`` (the case's
+        certified value), ``bound`` (the bound the gap is taken against), ``gap``,
+        ``tolerance``, ``passed`` and ``error``: why the metric fails without its gap
+        deciding (refused: wrong shape, not finite, not symmetric, not PSD, not diagonal;
+        infeasible: ``sum_S D_M`` above 1, with its value), "" otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp.testing import corpus_cases
+    >>> from lmnn_sdp.testing.mmc_assertion import mmc_case_row
+    >>> case = corpus_cases("mmc")[0]
+    >>> row = mmc_case_row(case, np.eye(4) / 5000)
+    >>> round(row["gap"], 4), row["passed"], row["error"]
+    (0.5226, False, '')
+    >>> mmc_case_row(case, case.metric)["passed"]
+    True
+    >>> mmc_case_row(case, np.eye(4))["error"]
+    'infeasible: sum_S D_M = 4464.87 > 1, the constraint of MMC...'
+    """
+    from lmnn_sdp.mmc.certificate import certify_metric
+    from lmnn_sdp.mmc.pairs import similar_sums
+    from lmnn_sdp.mmc.problem import mmc_problem
+
+    tolerance = max(tolerance, case.tolerance)
+    row = {"case": case.id, "objective": np.nan, "optimum": case.value, "bound": case.bound,
+           "gap": np.nan, "tolerance": tolerance, "passed": False, "error": ""}
+    problem = mmc_problem(case.X, similar=case.similar, dissimilar=case.dissimilar, diagonal=case.diagonal)
+    try:
+        own = certify_metric(problem, metric, tolerance)
+    except (TypeError, ValueError) as err:
+        return {**row, "error": f"metric refused: {err}"}
+    gap, bound = _gap(own, case.bound)
+    row.update(objective=float(own.value), bound=float(bound), gap=float(gap), passed=bool(gap <= tolerance))
+    scale, rounding = similar_sums(problem, np.asarray(metric, dtype=float))
+    if scale - rounding > 1 + tolerance:
+        row.update(passed=False, error=f"infeasible: sum_S D_M = {scale:.6g} > 1, the constraint of MMC "
+                                       f"(tolerance {tolerance:g}); its gap is that of the metric rescaled "
+                                       "to sum_S D = 1")
+    return row
+
+
+def _gap(own: MMCCertificate, bound: float | None) -> tuple[float, float]:
     """The metric's certified relative gap (the certificates' vocabulary) with the tighter
-    of the two upper bounds on ``max f``, and that bound."""
-    bound = own.bound if optimum is None else min(own.bound, optimum.bound)
+    of its own upper bound on ``max f`` and ``bound`` (another certified one), and that bound."""
+    bound = own.bound if bound is None else min(own.bound, bound)
     if own.diagonal:
         return float(np.log(bound / own.feasible_value)), bound
     return (bound - own.feasible_value) / bound, bound

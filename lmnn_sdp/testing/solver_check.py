@@ -202,23 +202,68 @@ def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float =
 
 
 def _row(run: Callable[[], np.ndarray], case, tolerance: float) -> dict:
-    """One case's row: the solver's metric scored against the case's certified lower bound."""
-    row = {"case": case.id, "objective": np.nan, "optimum": case.optimum, "lower": case.lower,
-           "gap": np.nan, "tolerance": max(tolerance, case.tolerance), "passed": False,
-           "seconds": np.nan, "error": ""}
+    """One case's row: the solver's metric (timed) scored by ``case_row``."""
     start = time.perf_counter()
     try:
         metric = run()
-        row["seconds"] = time.perf_counter() - start
+    except AssertionError as err:
+        return {**_empty_row(case, tolerance), "error": str(err)}
+    return {**case_row(case, metric, tolerance), "seconds": time.perf_counter() - start}
+
+
+def case_row(case, metric, tolerance: float = 1e-6) -> dict:
+    """Score one metric against one LMNN case of the corpus: the row ``check_lmnn_solver`` makes.
+
+    ``eps(M)`` of eq. 14 (of eq. 16 for a multi-metric case) is evaluated at ``metric`` on
+    the case's targets, with a bound on its rounding; the gap is ``(eps(M) - lower) / eps(M)``
+    against the case's certified lower bound.
+
+    Parameters
+    ----------
+    case : CorpusCase
+        The case (``X``, ``y``, ``targets``, ``mu``, ``clusters``, ``optimum``, ``lower``,
+        ``tolerance``).
+    metric : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
+        The metric under test.
+    tolerance : float, default=1e-6
+        Largest gap that passes (raised to the case's own).
+
+    Returns
+    -------
+    dict
+        ``case``, ``objective``, ``optimum``, ``lower``, ``gap``, ``tolerance``, ``passed``,
+        ``seconds`` (NaN: nothing was run) and ``error``: why the metric was refused (wrong
+        shape, not finite, not symmetric or not PSD; its gap is then NaN), "" otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp.testing import corpus_cases
+    >>> from lmnn_sdp.testing.solver_check import case_row
+    >>> case = corpus_cases()[3]
+    >>> row = case_row(case, np.eye(4))
+    >>> round(row["gap"], 4), row["passed"]
+    (0.4399, False)
+    >>> case_row(case, case.metric)["passed"]
+    True
+    >>> case_row(case, -np.eye(4))["error"]
+    'metric refused: M is not positive semidefinite...'
+    """
+    row = _empty_row(case, tolerance)
+    try:
         problem = lmnn_problem(case.X, case.y, targets=case.targets, mu=case.mu, clusters=case.clusters)
         value = problem.evaluate(checked_metric(problem, metric))
-        row["objective"] = value.value
-        upper = value.value + value.rounding
-        row["gap"] = max(0.0, (upper - case.lower) / upper) if upper > 0 else 0.0
-        row["passed"] = bool(row["gap"] <= row["tolerance"])
     except AssertionError as err:
-        row["error"] = str(err)
-    return row
+        return {**row, "error": str(err)}
+    upper = value.value + value.rounding
+    gap = float(max(0.0, (upper - case.lower) / upper)) if upper > 0 else 0.0
+    return {**row, "objective": float(value.value), "gap": gap, "passed": bool(gap <= row["tolerance"])}
+
+
+def _empty_row(case, tolerance: float) -> dict:
+    return {"case": case.id, "objective": np.nan, "optimum": case.optimum, "lower": case.lower,
+            "gap": np.nan, "tolerance": max(tolerance, case.tolerance), "passed": False,
+            "seconds": np.nan, "error": ""}
 
 
 def _check_targets(case) -> None:

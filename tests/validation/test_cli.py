@@ -29,6 +29,7 @@ COMMANDS = {  # each command and a phrase of its description (its --help)
     "crosscheck": "Cross-check: every fast solver against the certified exact optimum.",
     "exact": "Solve and certify exact LMNN",
     "corpus": "The corpus of certified instances for solver regression tests.",
+    "check-solver": "Check the metrics a solver in any language wrote",
     "peers": "Certify other libraries' LMNN metrics under the paper's objective",
     "data": "Fetch or list the local data sets",
     "certify": "Certify how close a Mahalanobis metric",

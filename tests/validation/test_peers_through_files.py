@@ -1,0 +1,59 @@
+"""The record of ``validation.benchmarks.peers_through_files``: other libraries' LMNN through the
+exported files and ``check-solver``, whose gaps are the Python API's."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from lmnn_sdp.testing import corpus_cases
+from validation import records
+from validation.benchmarks import peers_through_files
+from validation.cli import main
+
+
+def recorded_rows(name: str = "peers-through-files") -> list[dict]:
+    return records.read_record(records.RESULTS / f"{name}.csv")[1]
+
+
+def test_the_record_has_one_row_per_solver_and_lmnn_case_with_the_python_apis_gap():
+    ids = [case.id for case in corpus_cases()]
+    rows = recorded_rows()
+    solvers = list(dict.fromkeys(row["solver"] for row in rows))
+    assert [solver.split()[0] for solver in solvers] == list(peers_through_files.SOLVERS)
+    for solver in solvers:
+        mine = [row for row in rows if row["solver"] == solver]
+        assert [row["case"] for row in mine] == ids, solver
+        gaps = np.array([float(row["gap"]) for row in mine])
+        assert np.all((gaps >= 0) & (gaps < 1)), solver
+        assert [row["result"] == "pass" for row in mine] == list(gaps <= np.array([float(r["tolerance"]) for r in mine]))
+        for row in mine:
+            assert float(row["api_difference"]) <= peers_through_files.AGREEMENT, row
+            assert float(row["gap"]) == pytest.approx(float(row["api_gap"]), rel=1e-9)
+            assert row["file"] == row["case"] + peers_through_files.SOLVERS[solver.split()[0]][1]
+
+
+def test_the_summary_record_summarises_the_rows():
+    rows, summary = recorded_rows(), recorded_rows("peers-through-files-summary")
+    for line in summary:
+        mine = [row for row in rows if row["solver"] == line["solver"]]
+        gaps = np.array([float(row["gap"]) for row in mine])
+        assert int(line["cases"]) == len(mine) == 31
+        assert int(line["within_tolerance"]) == sum(row["result"] == "pass" for row in mine)
+        assert float(line["median_gap"]) == pytest.approx(np.median(gaps), rel=1e-12)
+        assert float(line["max_api_difference"]) <= peers_through_files.AGREEMENT
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlpack") is None, reason="mlpack not installed (the peers extra)")
+def test_mlpack_through_the_files_gives_the_recorded_gaps(tmp_path):
+    assert main(["corpus", "export", str(tmp_path / "corpus")]) == 0
+    assert peers_through_files.main(["solve", "mlpack", str(tmp_path / "corpus"), str(tmp_path / "mlpack")]) == 0
+    status = main(["check-solver", "--corpus", str(tmp_path / "corpus"), "--metrics", str(tmp_path / "mlpack"),
+                   "--kind", "lmnn", "--report", str(tmp_path / "check")])
+    checked = {row["case"]: float(row["gap"]) for row in records.read_record(tmp_path / "check.csv")[1]}
+    recorded = {row["case"]: float(row["gap"]) for row in recorded_rows() if row["solver"].startswith("mlpack ")}
+    assert status == 1 and checked.keys() == recorded.keys()
+    for case, gap in checked.items():
+        assert gap == pytest.approx(recorded[case], rel=1e-3), case
