@@ -14,7 +14,7 @@ from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.formulations.sdp import SDPSolution
-from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only
 
 
 @dataclass(repr=False)
@@ -134,6 +134,8 @@ def stop_status(certificate: Certificate, budget_spent: bool) -> dict:
         return {"status": CONVERGED, "message": "converged: the certified gap is below tol"}
     why = (f"the certified gap {significant(certificate.relative_gap)} is above tol={certificate.tol:g}"
            + (f" ({certificate.refused})" if certificate.refused else ""))
+    if certificate.problem.mu == 1.0:
+        why += "; " + push_only(certificate.lower, certificate.upper)
     if budget_spent:
         return {"status": MAX_ITER, "message": f"not converged: max_rounds spent; {why}"}
     return {"status": STALLED, "message": f"not converged: {why}"}

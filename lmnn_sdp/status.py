@@ -35,3 +35,15 @@ class Stopped:
     def converged(self) -> bool:
         """The method's stopping rule was met: ``status == "converged"``."""
         return self.status == CONVERGED
+
+
+def push_only(lower: float, upper: float) -> str:
+    """Why a solve at ``mu = 1`` (push only) ends without a certificate: the sentence every
+    method adds to its message. The dual bound scales multipliers into the dual cone through
+    the pull term ``(1 - mu) sum C_ij``, which vanishes at ``mu = 1``; design note
+    docs/design/certificates.md, "Push only"."""
+    return (f"at mu = 1 (push only) the pull term, through which the dual bound scales multipliers "
+            f"into the cone, is 0, so the bound proves only {lower:.7g}; {upper:.7g} is the best "
+            "objective found. The infimum may not be attained (eq. 14 decreasing as the metric grows "
+            "without bound), or be attained where no bound of this form proves it")
+

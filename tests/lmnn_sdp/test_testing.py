@@ -241,3 +241,27 @@ def test_the_plugin_is_a_pytest11_entry_point():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["entry-points"]["pytest11"] == {"lmnn_sdp": "lmnn_sdp.testing.plugin"}
     assert "lmnn_sdp.testing" in pyproject["tool"]["setuptools"]["package-data"]
+
+
+def test_a_zero_optimum_passes_a_metric_within_atol_whatever_its_gap():
+    from lmnn_sdp.certificates.certificate import ATOL
+    from lmnn_sdp.testing.solver_check import case_row
+
+    case = by_id("wine-n178-k3-mu1.0")  # push only: every hinge cleared at a finite metric
+    assert (case.optimum, case.lower) == (0.0, 0.0)
+    problem = LMNNProblem(case.X, case.y, mu=case.mu, targets=case.targets)
+
+    def shrunk(objective: float) -> np.ndarray:
+        """The certified metric scaled down until eq. 14 reaches ``objective`` (it grows as c falls)."""
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            c = (lo + hi) / 2
+            lo, hi = (lo, c) if problem.objective(c * case.metric) <= objective else (c, hi)
+        return hi * case.metric
+
+    near, above_atol = shrunk(0.5 * ATOL), shrunk(4 * ATOL)
+    assert 0 < problem.objective(near) <= ATOL < problem.objective(above_atol)
+    assert case_row(case, case.metric)["passed"] and case_row(case, near)["passed"]
+    for metric in (above_atol, identity(case)):
+        row = case_row(case, metric)
+        assert row["gap"] == 1.0 and not row["passed"]

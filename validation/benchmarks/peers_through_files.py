@@ -88,7 +88,7 @@ def run(solvers: list[str], record_name: str, command: str) -> int:
         _lmnn_sdp("corpus", "export", str(corpus))
         exported = time.perf_counter() - start
         print(f"exported in {exported:.1f} s (with interpreter start)", flush=True)
-        notes = protocol_notes(solvers, load, exported)
+        notes = protocol_notes(solvers, load, exported, len(shipped))
         record = Recorder(record_name, "LMNN solvers of other libraries through files and check-solver",
                           notes=notes, command=command, columns=COLUMNS, formats=FORMATS)
         for solver in solvers:
@@ -170,12 +170,12 @@ def label(solver: str) -> str:
     return f"{solver} {importlib.metadata.version(SOLVERS[solver][0])}"
 
 
-def protocol_notes(solvers: list[str], load: float, exported: float) -> str:
-    """The record's notes: protocol, files, parameter mapping, versions, the load at the start and
-    the seconds of the export."""
+def protocol_notes(solvers: list[str], load: float, exported: float, cases: int) -> str:
+    """The record's notes: protocol, files, parameter mapping, versions, the load at the start,
+    the seconds of the export and the number of LMNN ``cases``."""
     files = "; ".join(f"{solver}: `CASE{SOLVERS[solver][1]}`" for solver in solvers)
     return (f"`lmnn-sdp corpus export`, then each solver in its own process reading the exported files of "
-            "the 31 LMNN cases (`case.json`, `X.npy`, `y.npy`) and writing one metric file per case "
+            f"the {cases} LMNN cases (`case.json`, `X.npy`, `y.npy`) and writing one metric file per case "
             f"({files}), then `lmnn-sdp check-solver --kind lmnn` in another. `gap` is check-solver's, "
             "(eps(M) - bound) / eps(M) against the case's certified lower bound, eq. 14 on the case's "
             "targets (linear hinge); `api_gap` is `check_lmnn_solver`'s on the shipped case for the metric "

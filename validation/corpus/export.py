@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lmnn_sdp.certificates.certificate import ATOL
 from lmnn_sdp.testing import CorpusCase, MMCCase, corpus_cases, corpus_dir
 from lmnn_sdp.testing.corpus_cases import KINDS, LMNN_KINDS, MMC_KINDS
 from validation.corpus import load_manifest
@@ -81,9 +82,6 @@ def export(dest: Path) -> list[str]:
     ------
     FileExistsError
         ``dest`` exists.
-    ValueError
-        A case whose certificate proves only a zero optimum (no relative tolerance can be
-        stated for it; the shipped corpus has none).
 
     Examples
     --------
@@ -194,9 +192,6 @@ def case_document(case: CorpusCase | MMCCase, entry: dict, equation: str, arrays
     """``case.json`` of one case: problem, objective, optimum, bound, tolerance, files."""
     n, d = case.X.shape
     lmnn = case.kind in LMNN_KINDS
-    if lmnn and case.certificate.proves_zero:
-        raise ValueError(f"case {case.id}: its certificate proves a zero optimum, for which no relative "
-                         "tolerance holds; the export states relative ones only.")
     problem = {"n": n, "d": d, "classes": int(np.unique(case.y).size)}
     if lmnn:
         problem.update(k=case.k, mu=case.mu, margin=1,
@@ -214,7 +209,8 @@ def case_document(case: CorpusCase | MMCCase, entry: dict, equation: str, arrays
         "optimum": case.optimum if lmnn else case.value,
         "bound": case.lower if lmnn else case.bound,
         "certified_gap": case.certificate.relative_gap,
-        "tolerance": {"kind": kind, "value": case.tolerance, "gap": gap},
+        "tolerance": {"kind": kind, "value": case.tolerance, "gap": gap,
+                      **({"absolute": ATOL} if lmnn else {})},
         "metric": {"shape": list(case.metric.shape), "diagonal": bool(getattr(case, "diagonal", False)),
                    "files": _files("metric", case.metric)},
         "arrays": {name: {"shape": list(a.shape), "dtype": a.dtype.name, "files": _files(name, a)}
@@ -315,7 +311,9 @@ language against them.
    selected case passes, 1 when one fails or has no metric, 2 for a malformed file.
 
 A metric passes when its gap, computed by lmnn-sdp from the metric alone, is at most the
-tolerance. MMC metrics must be feasible (sum over similar pairs of D_M at most 1 + tolerance)
+tolerance; an LMNN metric passes too when its objective is at most `tolerance.absolute` (the
+objective is never negative, so such a metric is that close to the optimum: the rule that
+certifies a zero optimum, as in the cases at mu = 1). MMC metrics must be feasible (sum over similar pairs of D_M at most 1 + tolerance)
 and are scored at their rescaling to sum 1. `optimal/` holds the certified metrics in that
 layout: `check-solver --metrics optimal` passes every case.
 
