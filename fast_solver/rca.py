@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from fast_solver._base import LinearMetricTransformer, reject_complex
-from lmnn_sdp.core.problem import check_inputs
+from lmnn_sdp.core.checks import check_inputs
 
 RANK_RTOL = 1e-10  # within-chunklet variances at most this of the largest count as zero
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
+from lmnn_sdp.core.pair_search import BLOCK_BYTES
+from lmnn_sdp.core.problem import LMNNProblem
 from validation.peers import INSTALL_HINT, PeerMissing
 
 

@@ -23,7 +23,8 @@ from sklearn.model_selection import StratifiedKFold
 from tqdm.auto import tqdm
 
 from fast_solver.lmnn.path import certified_path, check_mus
-from lmnn_sdp.core.problem import LMNNProblem, check_inputs, check_labels
+from lmnn_sdp.core.checks import check_inputs, check_labels
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor
 from validation.experiments.knn import knn_error, nearest_neighbours
 

@@ -32,8 +32,10 @@ from numbers import Real
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from lmnn_sdp.core.checks import check_inputs
+from lmnn_sdp.core.distances import quadratic_forms
 from lmnn_sdp.core.loops import compiled, count_below, in_row_blocks
-from lmnn_sdp.core.problem import LMNNProblem, check_inputs, quadratic_forms
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor
 
 BLOCK_BYTES = 64 * 2**20  # memory of one block of tiles: larger than the 8 MiB of the searches, as

@@ -14,7 +14,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, labelled_inputs
 from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
-from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
+from lmnn_sdp.core.checks import check_real_dtype
+from lmnn_sdp.core.problem import LMNNProblem
 
 
 class LMNN(LinearMetricTransformer, BaseEstimator):

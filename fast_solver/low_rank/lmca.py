@@ -35,7 +35,8 @@ from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver.low_rank.solver import HINGES, LMCAResult, low_rank_checkpoint, minimise, start_scale
-from lmnn_sdp.core.problem import LMNNProblem, check_real_dtype
+from lmnn_sdp.core.checks import check_real_dtype
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import data_range, pull_matrices, units_space
 
 INITS = ("auto", "pca", "lda", "identity", "random")

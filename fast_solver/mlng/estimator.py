@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, reject_complex
 from fast_solver.mlng.sgd import MLNGEpoch, fit_mlng
-from lmnn_sdp.core.problem import check_real_dtype
+from lmnn_sdp.core.checks import check_real_dtype
 from lmnn_sdp.core.psd import check_psd
 
 

@@ -32,7 +32,8 @@ import numba
 import numpy as np
 
 from fast_solver.lmnn.energy import nearest_per_class
-from lmnn_sdp.core.problem import BLOCK_BYTES, check_inputs, check_real_dtype
+from lmnn_sdp.core.checks import check_inputs, check_real_dtype
+from lmnn_sdp.core.pair_search import BLOCK_BYTES
 from lmnn_sdp.core.psd import check_psd, psd_factor
 
 PARALLEL_ROWS = 64  # query points from which the neighbour search uses numba's threads

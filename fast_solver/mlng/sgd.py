@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
-from lmnn_sdp.core.problem import check_inputs
+from lmnn_sdp.core.checks import check_inputs
 from lmnn_sdp.core.psd import psd_factor
 from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 

@@ -37,8 +37,8 @@ from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import as_checkpoint, fingerprint
 from fast_solver.nca.lbfgsb import minimize_lbfgsb
+from lmnn_sdp.core.checks import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.core.machine import available_cores
-from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 OBJECTIVES = ("f", "g")

@@ -77,7 +77,8 @@ import scipy.linalg
 import scipy.optimize
 
 from lmnn_sdp.certificates.own_basis import MARGIN, own_basis_pieces
-from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
+from lmnn_sdp.core.checks import check_triplets, triplet_keys
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import check_psd
 from lmnn_sdp.core.space import (
     ReducedSpace,

@@ -27,7 +27,8 @@ from lmnn_sdp.certificates.bounds import (
     repair_multipliers,
     significant,
 )
-from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue, check_triplets
+from lmnn_sdp.core.checks import check_triplets
+from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue
 from lmnn_sdp.core.rounding import summation
 
 KINDS = ("lmnn", "multi-metric-lmnn")

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmnn_sdp.core.problem import BLOCK_BYTES, LMNNProblem
+from lmnn_sdp.core.pair_search import BLOCK_BYTES
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import project_psd
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices, units_space
 

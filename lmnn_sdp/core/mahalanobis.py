@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from lmnn_sdp.core.problem import check_real_dtype
+from lmnn_sdp.core.checks import check_real_dtype
 
 
 class MahalanobisMixin:

@@ -18,20 +18,24 @@ A triplet is a row ``(i, j, l)`` of an integer array of shape ``(T, 3)``:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 
 from lmnn_sdp.core import rounding
-from lmnn_sdp.core.hits import below, float32_tiles
-from lmnn_sdp.core.principal import float32_above, gram_factors, metric_coordinates
-
-BLOCK_BYTES = 8 * 2**20  # memory budget of one block of pairwise distances, which stays in the
-# last-level cache for the passes after its matrix product (design note, "Block sizes")
-PANEL_BYTES = 2 * 2**20  # inputs of the columns of one block: the panel its matrix product
-# reads for every block of rows stays in cache, however many points there are (same note)
+from lmnn_sdp.core.checks import (
+    check_clusters,
+    check_inputs,
+    check_k,
+    check_labels,
+    check_metric,
+    check_mu,
+    check_targets,
+    check_triplets,
+    readonly,
+)
+from lmnn_sdp.core.distances import quadratic_forms
+from lmnn_sdp.core.pair_search import impostor_pairs, largest_sizes, nearest_same_class, rounding_sizes
 
 
 @dataclass(frozen=True)
@@ -148,34 +152,47 @@ class LMNNProblem:
     """
 
     def __init__(self, X, y, k: int | None = None, mu: float = 0.5, targets=None, clusters=None):
-        self.X = _readonly(check_inputs(X))
+        self.X = readonly(check_inputs(X))
         self.n_samples, self.n_features = self.X.shape
-        self.y = _readonly(check_labels(y, self.n_samples))
+        self.y = readonly(check_labels(y, self.n_samples))
         self.classes, codes = np.unique(self.y, return_inverse=True)
-        self.label_codes = _readonly(codes.astype(np.intp))
+        self.label_codes = readonly(codes.astype(np.intp))
         if len(self.classes) < 2:
             raise ValueError(
                 f"y has a single class ({self.classes[0].tolist()!r}); LMNN needs at least two "
                 "classes, since impostors are points of another class."
             )
-        self.mu = _check_mu(mu)
+        self.mu = check_mu(mu)
         # Every distance is computed on centred inputs: D_M is translation
         # invariant and centring keeps the Gram-matrix trick accurate.
-        self._Xc = _readonly(self.X - self.X.mean(axis=0))
+        self._Xc = readonly(self.X - self.X.mean(axis=0))
         if targets is None:
-            self.k = _check_k(3 if k is None else k, self.label_codes, self.classes)
-            self.targets = _readonly(nearest_same_class(self.X, self.label_codes, self.k))
+            self.k = check_k(3 if k is None else k, self.label_codes, self.classes)
+            self.targets = readonly(nearest_same_class(self.X, self.label_codes, self.k))
         else:
-            self.targets = _readonly(_check_targets(targets, self.label_codes, k))
+            self.targets = readonly(check_targets(targets, self.label_codes, k))
             self.k = self.targets.shape[1]
         self._derived = {}  # what the inputs and targets define, computed once (``pull_matrix``, core.space)
         self._set_clusters(clusters)
 
     def _set_clusters(self, clusters) -> None:
         self._clusters = None if clusters is None else check_clusters(clusters, self.n_samples)
-        self._owner = (_readonly(np.zeros(self.n_samples, np.intp)) if clusters is None
+        self._owner = (readonly(np.zeros(self.n_samples, np.intp)) if clusters is None
                        else self._clusters)
         self._pulls = weakref.WeakKeyDictionary()  # pull matrices per space (core.space)
+
+    def computed_once(self, key, compute):
+        """``compute()``, computed at the first call with this ``key`` and kept with the problem.
+
+        A ``key`` of ``str`` or a function is kept for the problem and its ``with_clusters``
+        copies, so ``compute`` must depend on the inputs and targets alone (``pull_matrix``,
+        ``core.space.data_range``); any other ``key`` (a ``core.space.ReducedSpace``) is kept while
+        the key lives and for these clusters only (``core.space.pull_matrices``). Neither is
+        pickled."""
+        kept = self._derived if isinstance(key, str) or callable(key) else self._pulls
+        if key not in kept:
+            kept[key] = compute()
+        return kept[key]
 
     def __getstate__(self) -> dict:  # a pickle holds what defines the problem, not what it computed
         return {**self.__dict__, "_derived": {}, "_pulls": None}
@@ -409,7 +426,7 @@ class LMNNProblem:
         """
         metrics, owner = self.metrics(M, clusters)
         Xo = self._Xc if origin is None else self.X - np.asarray(origin, dtype=float)
-        sizes = _rounding_sizes(metrics, Xo)
+        sizes = rounding_sizes(metrics, Xo)
         _, _, rho, sigma, tau = sizes
         target_d = self._target_distances(metrics, owner, Xo)
         c, rows = owner[self.targets], np.arange(self.n_samples)[:, None]
@@ -420,12 +437,12 @@ class LMNNProblem:
         hinge_err = target_err + 4 * rounding.EPS * (1.0 + np.abs(target_d))  # E_ij, (n, k)
         # a triplet (i, j, l) counts, or carries error, only if 1 + D_ij - D_il > -(E_ij + e_il):
         # D_il below the reach of i, with e_il bounded by the largest point sizes
-        largest = _largest_sizes(sigma, tau, owner)
+        largest = largest_sizes(sigma, tau, owner)
         e_max = rounding.distance_rounding(sigma.max(axis=0), largest[0], tau.max(axis=0), largest[1], rho)
         reach = 1.0 + (target_d + hinge_err).max(axis=1) + e_max
         push = push_err = 0.0
         n_terms = 0
-        for i, l, D_il in self._impostor_pairs(metrics, owner, Xo, reach, sizes):
+        for i, l, D_il in impostor_pairs(self.label_codes, metrics, owner, Xo, reach, sizes):
             c = owner[l]
             impostor_err = rounding.distance_rounding(sigma[c, i], sigma[c, l], tau[c, i], tau[c, l], rho)
             h = 1.0 + target_d[i] - D_il[:, None]  # (m, k)
@@ -509,10 +526,10 @@ class LMNNProblem:
         >>> bool(np.isclose(np.trace(P), problem.target_distances(np.eye(4)).sum()))
         True
         """
-        if "pull" not in self._derived:
+        def compute():
             V = self._Xc[np.repeat(np.arange(self.n_samples), self.k)] - self._Xc[self.targets.ravel()]
-            self._derived["pull"] = _readonly(V.T @ V)
-        return self._derived["pull"]
+            return readonly(V.T @ V)
+        return self.computed_once("pull", compute)
 
     def row_labels(self) -> np.ndarray:
         """Labels (n,) equal exactly for the points whose rows of ``X`` are equal (``-0.0``
@@ -528,7 +545,7 @@ class LMNNProblem:
         """
         if "rows" not in self._derived:
             labels = np.unique(self.X + 0.0, axis=0, return_inverse=True)[1]
-            self._derived["rows"] = _readonly(labels.reshape(-1).astype(np.intp))
+            self._derived["rows"] = readonly(labels.reshape(-1).astype(np.intp))
         return self._derived["rows"]
 
     def target_distances(self, M, clusters=None) -> np.ndarray:
@@ -681,8 +698,8 @@ class LMNNProblem:
         found = [np.empty((0, 3), dtype=np.intp)]
         target_d = self._target_distances(metrics, owner, self._Xc)
         reach = 1.0 + band + target_d.max(axis=1)
-        for i, l, D_il in self._impostor_pairs(metrics, owner, self._Xc, reach,
-                                               _rounding_sizes(metrics, self._Xc)):
+        for i, l, D_il in impostor_pairs(self.label_codes, metrics, owner, self._Xc, reach,
+                                              rounding_sizes(metrics, self._Xc)):
             m, r = np.nonzero(1.0 + target_d[i] - D_il[:, None] > -band)
             found.append(np.column_stack([i[m], r, l[m]]))
         i, r, l = np.concatenate(found).T
@@ -791,365 +808,10 @@ class LMNNProblem:
 
     # -- internals ------------------------------------------------------------
     def check_metric(self, M) -> np.ndarray:
-        """``M`` as a float array of shape (n_features, n_features) with finite entries.
-
-        Symmetry and PSD-ness are not checked here (``lmnn_sdp.certify`` checks them).
-
-        Parameters
-        ----------
-        M : array-like of shape (n_features, n_features)
-            A candidate metric.
-
-        Returns
-        -------
-        ndarray of shape (n_features, n_features)
-            ``M`` as floats (no copy when it already is).
-
-        Raises
-        ------
-        ValueError
-            ``M`` of the wrong shape, or with NaN or infinity.
-        TypeError
-            Complex, string, object or date entries (``check_real_dtype``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import load_iris
-        >>> from lmnn_sdp import LMNNProblem
-        >>> X, y = load_iris(return_X_y=True)
-        >>> problem = LMNNProblem(X[::5], y[::5], k=2)
-        >>> problem.check_metric(np.eye(3))
-        Traceback (most recent call last):
-        ...
-        ValueError: M must have shape (4, 4) for this problem, got (3, 3).
-        """
-        M = np.asarray(M)
-        check_real_dtype(M.dtype, "M")
-        M = M.astype(float, copy=False)
-        d = self.n_features
-        if M.shape != (d, d):
-            raise ValueError(f"M must have shape ({d}, {d}) for this problem, got {M.shape}.")
-        if not np.all(np.isfinite(M)):
-            raise ValueError("M contains NaN or infinity.")
-        return M
+        """``M`` as a float array of shape (n_features, n_features) with finite entries:
+        ``lmnn_sdp.core.checks.check_metric`` for this problem's ``n_features``."""
+        return check_metric(M, self.n_features)
 
     def _target_distances(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray) -> np.ndarray:
         V = (Xo[:, None, :] - Xo[self.targets]).reshape(-1, self.n_features)
         return quadratic_forms(V, metrics, owner[self.targets].ravel()).reshape(self.targets.shape)
-
-    def _impostor_pairs(self, metrics: np.ndarray, owner: np.ndarray, Xo: np.ndarray, reach: np.ndarray,
-                        sizes: tuple) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Yield ``(i, l, D_il)``, together every pair with ``y_l != y_i`` and computed
-        ``D(x_i, x_l) < reach[i]``, each once; ``D`` measured by ``M_{c(l)}`` (eq. 16) on
-        ``Xo`` (n, d), the inputs less an origin, ``reach`` (n,); ``sizes`` are
-        ``_rounding_sizes(metrics, Xo)``.
-
-        One metric at a time (its coordinates alone in memory), one class of rows against its
-        points of the other classes, in tiles of as many columns as ``PANEL_BYTES`` of factors
-        and as many rows as ``BLOCK_BYTES`` of distances allow. First a lower bound: float32 distances between the principal
-        coordinates of each metric (``lmnn_sdp.core.principal.metric_coordinates``), which err
-        by at most ``(h + 4) 2^-24 * 2 (|w_a|^2 + |w_b|^2)`` (Higham sec. 3.1), against
-        ``reach`` raised by that with a factor 2 of margin and by the allowances of the bound
-        (with the largest point sizes of the other side). Only the pairs below are measured,
-        by the Gram identity ``x_i^T M x_i + x_l^T M x_l - 2 x_i^T M x_l`` in float64, one inner
-        product a pair; the rounding bound of ``lmnn_sdp.core.rounding`` holds for any order of
-        summation. With one metric ``D`` is symmetric: a class meets only the classes after
-        it, and each product serves both ``(i, l)`` and ``(l, i)``."""
-        symmetric = len(metrics) == 1
-        s, _, rho, sigma, tau = sizes
-        for c, M in enumerate(metrics):  # one metric's coordinates in memory at a time
-            sq, cross = np.einsum("nd,nd->n", Xo @ M, Xo), -2.0 * M  # x^T M_c x; the columns are c's
-            coords = metric_coordinates(M, s[c], Xo, sigma[c])
-            rows_aug, cols_aug = gram_factors(coords.W, coords.norms)
-            unit = 4.0 * (coords.W.shape[1] + 4) * 2.0**-24
-
-            def threshold(points, others, c=c, coords=coords, unit=unit):
-                """float32 thresholds of ``points`` against any of ``others`` in metric ``c``."""
-                size = sigma[c, points] + sigma[c, others].max()
-                e = rho * size**2 + (tau[c, points] + tau[c, others].max()) ** 2
-                room = np.sqrt(np.maximum((1 + 1e-10) * (reach[points] + coords.kappa * size**2 + e), 0.0))
-                bound = (room + coords.error[points] + coords.error[others].max()) ** 2 * coords.scale
-                bound += unit * (coords.norms[points] + coords.norms[others].max()) + 1e-40
-                return float32_above(bound * (1 + 1e-12))
-
-            for a in range(self.label_codes.max() + 1):
-                members = np.flatnonzero(self.label_codes == a)
-                cols = np.flatnonzero((self.label_codes > a if symmetric else self.label_codes != a) & (owner == c))
-                if len(members) == 0 or len(cols) == 0:
-                    continue
-                forward = threshold(members, cols)[:, None]
-                for start, first, v, flags in float32_tiles(rows_aug[members], cols_aug[cols], BLOCK_BYTES,
-                                                            PANEL_BYTES):
-                    rows, tile = members[start:start + len(v)], cols[first:first + v.shape[1]]
-                    if first == 0:  # a new block of rows
-                        left = Xo[rows] @ cross
-                        back = threshold(cols, rows)[None, :] if symmetric else None
-                    b, m = below(v, forward[start:start + len(v)], flags)
-                    D = _gram_distances(sq[rows[b]] + sq[tile[m]], left, b, Xo, tile[m])
-                    keep = D < reach[rows[b]]
-                    yield rows[b[keep]], tile[m[keep]], D[keep]
-                    if symmetric:
-                        b, m = below(v, back[:, first:first + len(tile)], flags)
-                        D = _gram_distances(sq[rows[b]] + sq[tile[m]], left, b, Xo, tile[m])
-                        keep = D < reach[tile[m]]
-                        yield tile[m[keep]], rows[b[keep]], D[keep]
-
-
-def _gram_distances(squares: np.ndarray, left: np.ndarray, b: np.ndarray, Xo: np.ndarray,
-                    m: np.ndarray) -> np.ndarray:
-    """``squares + left[b_p] . Xo[m_p]`` for each pair ``p``: the Gram identity's distances of
-    ``_impostor_pairs``, ``left`` (B, d) the rows' ``-2 x^T M``. In chunks whose gathered rows
-    fit in ``BLOCK_BYTES``: a tile's candidates may be most of its pairs (several metrics early
-    in a solve), and all their rows at once would take ``2 d`` times the tile's memory."""
-    chunk = max(1, BLOCK_BYTES // (8 * max(Xo.shape[1], 1)))
-    out = np.empty(len(squares))
-    for start in range(0, len(squares), chunk):
-        part = slice(start, start + chunk)
-        out[part] = squares[part] + np.einsum("pd,pd->p", left[b[part]], Xo[m[part]])
-    return out
-
-
-def _rounding_sizes(metrics: np.ndarray, Xo: np.ndarray) -> tuple:
-    """``(s, t, rho, sigma, tau)`` of ``lmnn_sdp.core.rounding`` for ``metrics`` (C, d, d) and the
-    inputs less an origin ``Xo`` (n, d): ``s``, ``t`` (C, d), ``sigma``, ``tau`` (C, n)."""
-    s, t, rho = rounding.metric_scales(metrics)
-    return s, t, rho, rounding.point_sizes(Xo, s), rounding.point_sizes(Xo, t)
-
-
-def _largest_sizes(sigma: np.ndarray, tau: np.ndarray, owner: np.ndarray) -> tuple[float, float]:
-    """The largest ``sigma`` and ``tau`` of a point ``l`` in its own cluster's metric: with any
-    row's largest size they bound ``e_il`` (``distance_rounding`` grows with each size)."""
-    every = np.arange(sigma.shape[1])
-    return float(sigma[owner, every].max()), float(tau[owner, every].max())
-
-
-def nearest_same_class(X: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` nearest same-class points of each point, shape (n, k).
-
-    Euclidean distance, ties broken by the smaller index. Candidates come from
-    the Gram-matrix distances with a small slack; their order is then decided on
-    exact sums of squared differences."""
-    n = len(X)
-    targets = np.empty((n, k), dtype=np.intp)
-    Xc = X - X.mean(axis=0)
-    sq = np.einsum("nd,nd->n", Xc, Xc)
-    for c in np.unique(codes):
-        members = np.flatnonzero(codes == c)
-        block = max(1, BLOCK_BYTES // (8 * len(members)))
-        for start in range(0, len(members), block):
-            rows = members[start:start + block]
-            D = sq[rows, None] + sq[None, members] - 2.0 * (Xc[rows] @ Xc[members].T)
-            D[np.arange(len(rows)), np.arange(start, start + len(rows))] = np.inf
-            kth = np.partition(D, k - 1, axis=1)[:, k - 1]
-            slack = 1e-9 * (sq[rows] + sq[members].max()) + 1e-300
-            r, m = np.nonzero(D <= (kth + slack)[:, None])
-            m = members[m]
-            keep = m != rows[r]
-            r, m = r[keep], m[keep]
-            exact = np.sum((X[rows[r]] - X[m]) ** 2, axis=1)
-            order = np.lexsort((m, exact, r))
-            r, m = r[order], m[order]
-            rank = np.arange(len(r)) - np.searchsorted(r, r)
-            take = rank < k
-            targets[rows[r[take]], rank[take]] = m[take]
-    return targets
-
-
-
-def quadratic_forms(V: np.ndarray, metrics: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """``v_p^T M_{which[p]} v_p`` for the rows of ``V`` (P, d); shape (P,)."""
-    if len(metrics) == 1:
-        return np.einsum("pd,pd->p", V @ metrics[0], V)
-    out = np.empty(len(V))
-    for c, M in enumerate(metrics):
-        mask = which == c
-        out[mask] = np.einsum("pd,pd->p", V[mask] @ M, V[mask])
-    return out
-
-
-def distance_matrix(X, metrics, clusters) -> np.ndarray:
-    """All cluster-dependent distances ``D^(x_a, x_b)`` of eq. 16, shape (n, n).
-
-    Not symmetric: column ``b`` uses ``M_{clusters[b]}``. ``X`` (n, d), ``metrics``
-    (C, d, d), ``clusters`` (n,). Exact differences, O(n^2 d) memory: for small data."""
-    X = check_inputs(X)
-    out = np.empty((len(X), len(X)))
-    for c, M in enumerate(np.asarray(metrics, dtype=float)):
-        cols = np.flatnonzero(np.asarray(clusters) == c)
-        V = X[:, None, :] - X[None, cols, :]
-        out[:, cols] = np.einsum("abd,de,abe->ab", V, M, V)
-    return out
-
-
-def leave_one_out_error(X, y, metrics, clusters) -> float:
-    """Leave-one-out 1-NN error with the distance of eq. 16 (the measure of Fig. 7).
-
-    Each point takes the label of the other point ``j`` nearest to it under
-    ``M_{c(j)}``; ties go to the smaller index. Returns the fraction misclassified."""
-    D = distance_matrix(X, metrics, clusters)
-    np.fill_diagonal(D, np.inf)
-    y = np.asarray(y)
-    return float(np.mean(y[np.argmin(D, axis=1)] != y))
-
-# -- validation ---------------------------------------------------------------
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
-
-
-def check_inputs(X) -> np.ndarray:
-    """``X`` as a finite float array (n, d) (a copy), or an error naming the fix.
-
-    Booleans and integers are numbers (0/1 for booleans, as in scikit-learn);
-    complex, string, object and date entries raise a TypeError (``check_real_dtype``)."""
-    try:
-        X = np.asarray(X)
-    except ValueError as err:  # a ragged nested sequence
-        raise TypeError(f"X must be an array of real numbers: {err}") from None
-    check_real_dtype(X.dtype, "X")
-    X = X.astype(float)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D of shape (n_samples, n_features), got {X.ndim}-D; "
-                         "reshape a single feature with X.reshape(-1, 1).")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X must be non-empty, got shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinity; remove or impute those entries first.")
-    return X
-
-
-class NonRealInputError(TypeError, ValueError):
-    """Numbers that must be real are complex, text, objects or dates.
-
-    A TypeError, and also a ValueError as scikit-learn expects of complex input
-    to an estimator (its ``check_complex_data``)."""
-
-
-def check_real_dtype(dtype: np.dtype, name: str) -> None:
-    """A ``NonRealInputError`` naming ``name`` and the fix unless ``dtype`` is that of
-    booleans, integers or floats.
-
-    Nothing non-real is cast silently: numpy's float cast would drop an imaginary
-    part, parse strings and turn dates into day counts."""
-    kind = dtype.kind
-    if kind in "biuf":
-        return
-    strings = f"parse it with np.asarray({name}, dtype=float), encoding categories as numbers"
-    fixes = {
-        "c": f"pass {name}.real if the imaginary part is zero. Complex data not supported",
-        "O": f"convert it with np.asarray({name}, dtype=float) if its entries are numbers",
-        "U": strings,
-        "S": strings,
-        "M": f"convert dates to numbers first, e.g. ({name} - t0) / np.timedelta64(1, 's')",
-        "m": f"convert durations to numbers first, e.g. {name} / np.timedelta64(1, 's')",
-    }
-    fix = fixes.get(kind, "pass a plain array of numbers")
-    raise NonRealInputError(f"{name} must be real numbers, got {dtype}; {fix}.")
-
-
-def check_labels(y, n: int) -> np.ndarray:
-    """``y`` as an array (n,) of labels, or an error naming the fix."""
-    y = np.array(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,), got shape {y.shape}.")
-    if len(y) != n:
-        raise ValueError(f"X has {n} rows but y has {len(y)} labels; they must match.")
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity; every point needs a label.")
-    return y
-
-
-def _check_mu(mu) -> float:
-    if isinstance(mu, bool) or not isinstance(mu, Real):
-        raise TypeError(f"mu must be a real number in [0, 1], got {mu!r}.")
-    if not 0.0 <= float(mu) <= 1.0:
-        raise ValueError(f"mu must lie in [0, 1] (weight of the push term), got {mu}.")
-    return float(mu)
-
-
-def _check_k(k, codes: np.ndarray, classes: np.ndarray) -> int:
-    if isinstance(k, bool) or not isinstance(k, Integral):
-        raise TypeError(f"k must be a positive integer, got {k!r}.")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}.")
-    counts = np.bincount(codes)
-    smallest = int(np.argmin(counts))
-    if counts[smallest] <= k:
-        raise ValueError(
-            f"class {classes[smallest].tolist()!r} has {counts[smallest]} members, so it cannot "
-            f"give each point k={k} target neighbours of its own class; use "
-            f"k <= {counts[smallest] - 1} (the largest valid k for this data)."
-        )
-    return int(k)
-
-
-def _check_targets(targets, codes: np.ndarray, k) -> np.ndarray:
-    t = np.asarray(targets)
-    n = len(codes)
-    if t.ndim != 2 or t.shape[0] != n or t.shape[1] == 0:
-        raise ValueError(f"targets must have shape (n_samples, k) = ({n}, k>=1), got {t.shape}.")
-    _check_index_dtype(t, "targets")
-    if k is not None and k != t.shape[1]:
-        raise ValueError(f"k={k} disagrees with targets of shape {t.shape}; omit k or make them agree.")
-    if t.min() < 0 or t.max() >= n:
-        raise ValueError(f"targets must be indices in [0, {n - 1}], got values in [{t.min()}, {t.max()}].")
-    t = t.astype(np.intp)
-    own = np.flatnonzero((t == np.arange(n)[:, None]).any(axis=1))
-    if len(own):
-        raise ValueError(f"point {own[0]} is its own target neighbour; targets must be other points.")
-    other = np.flatnonzero((codes[t] != codes[:, None]).any(axis=1))
-    if len(other):
-        raise ValueError(f"point {other[0]} has a target neighbour of another class; "
-                         "targets must share the label of their point.")
-    repeated = np.flatnonzero((np.diff(np.sort(t, axis=1), axis=1) == 0).any(axis=1))
-    if len(repeated):
-        raise ValueError(f"point {repeated[0]} lists the same target neighbour twice.")
-    return t
-
-
-def check_triplets(triplets, n: int) -> np.ndarray:
-    """``triplets`` as ints (T, 3) indexing ``n`` points, or an error naming the fix."""
-    t = np.asarray(triplets)
-    if t.ndim != 2 or t.shape[1] != 3:
-        raise ValueError(f"triplets must have shape (T, 3) with columns (i, j, l), got {t.shape}.")
-    _check_index_dtype(t, "triplets")
-    if len(t) and (t.min() < 0 or t.max() >= n):
-        raise ValueError(f"triplet indices must lie in [0, {n - 1}].")
-    return t.astype(np.intp)
-
-
-def triplet_keys(triplets: np.ndarray, n: int) -> np.ndarray:
-    """One int64 per row ``(i, j, l)`` of ``triplets`` (T, 3) over ``n`` points, equal only for
-    equal rows: ``(i n + j) n + l``."""
-    t = triplets.astype(np.int64)
-    return (t[:, 0] * n + t[:, 1]) * n + t[:, 2]
-
-
-def _check_index_dtype(t: np.ndarray, name: str) -> None:
-    """A TypeError naming ``name`` unless ``t`` holds integers (or is an empty float array)."""
-    if t.dtype.kind in "iu" or (t.size == 0 and t.dtype.kind == "f"):
-        return
-    fix = (f"convert whole numbers with np.asarray({name}, dtype=int)" if t.dtype.kind == "f"
-           else "pass point indices 0..n-1")
-    raise TypeError(f"{name} must hold integer indices, got dtype={t.dtype}; {fix}.")
-
-
-def check_clusters(clusters, n: int) -> np.ndarray:
-    """``clusters`` as a read-only intp array (n,) of ``0..C-1``, every cluster used (eq. 16),
-    or an error naming the fix."""
-    c = np.asarray(clusters)
-    if c.ndim != 1 or len(c) != n:
-        raise ValueError(f"clusters must have shape (n_samples,) = ({n},), got {c.shape}; "
-                         "give one cluster index per point.")
-    if c.dtype.kind not in "iu":
-        raise TypeError(f"clusters must hold integer cluster indices, got dtype={c.dtype}; "
-                        "convert labels with np.unique(clusters, return_inverse=True)[1].")
-    if c.min() < 0:
-        raise ValueError(f"clusters must be indices 0..C-1, got the value {c.min()}.")
-    empty = np.flatnonzero(np.bincount(c) == 0)
-    if len(empty):
-        raise ValueError(f"cluster {empty[0]} has no members, so its metric would be "
-                         "meaningless; number the clusters 0..C-1 with every index used, "
-                         "e.g. np.unique(clusters, return_inverse=True)[1].")
-    return _readonly(c.astype(np.intp))

@@ -51,10 +51,7 @@ def _computed_once(compute):
     alone. Arrays are returned read-only (every caller shares them)."""
     @functools.wraps(compute)
     def once(problem: LMNNProblem):
-        derived = problem._derived
-        if compute not in derived:
-            derived[compute] = _readonly(compute(problem))
-        return derived[compute]
+        return problem.computed_once(compute, lambda: _readonly(compute(problem)))
     return once
 
 
@@ -115,12 +112,10 @@ def pull_matrices(problem: LMNNProblem, space: ReducedSpace) -> np.ndarray:
     """The pull matrices ``P_c = sum_{i, j~>i, c(j)=c} C_ij`` in the coordinates of ``space``,
     for the clusters of ``problem`` (``problem.owner``); shape (C, r, r) (C = 1 for LMNN),
     read-only. Computed once per problem and space (kept while the space lives)."""
-    pulls = problem._pulls
-    if space not in pulls:
-        n, k = problem.targets.shape
-        pulls[space] = _readonly(cluster_scatter(space.inputs, problem.owner, np.repeat(np.arange(n), k),
-                                                 problem.targets.ravel(), np.ones(n * k), problem.n_clusters))
-    return pulls[space]
+    n, k = problem.targets.shape
+    return problem.computed_once(space, lambda: _readonly(cluster_scatter(
+        space.inputs, problem.owner, np.repeat(np.arange(n), k), problem.targets.ravel(), np.ones(n * k),
+        problem.n_clusters)))
 
 
 def cluster_scatter(Xr: np.ndarray, owner: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,

@@ -59,12 +59,13 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from lmnn_sdp.core.checks import triplet_keys
 from lmnn_sdp.core.clusters import (
     ClusterSpaces,
     cluster_spaces,
     killable,
 )
-from lmnn_sdp.core.problem import LMNNProblem, triplet_keys
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, pull_matrices
 from lmnn_sdp.formulations.svec import (
     pair_outer_svec,

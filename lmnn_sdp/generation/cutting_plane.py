@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.certificate import prove
-from lmnn_sdp.core.problem import LMNNProblem, check_triplets, triplet_keys
+from lmnn_sdp.core.checks import check_triplets, triplet_keys
+from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, search_mu
 from lmnn_sdp.generation.scaling import best_scale

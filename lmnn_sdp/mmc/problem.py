@@ -32,7 +32,7 @@ from numbers import Real
 
 import numpy as np
 
-from lmnn_sdp.core.problem import check_inputs, check_labels, check_real_dtype
+from lmnn_sdp.core.checks import check_inputs, check_labels, check_real_dtype
 from lmnn_sdp.core.psd import check_psd, project_psd
 
 LOG_HALF = 0.5 + 0.5 * np.log(2.0)  # min over t > 0 of t - log(t) / 2, (XING-MMC)
@@ -421,7 +421,7 @@ def check_metric(metric, d: int, diagonal: bool, name: str = "metric") -> np.nda
 
 def _real(metric, name: str) -> np.ndarray:
     """``metric`` as a float array; a ``NonRealInputError`` for complex, string or object
-    entries (``core.problem.check_real_dtype``)."""
+    entries (``core.checks.check_real_dtype``)."""
     metric = np.asarray(metric)
     check_real_dtype(metric.dtype, name)
     return metric.astype(float)

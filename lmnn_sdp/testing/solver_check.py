@@ -11,7 +11,7 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.certificates.certificate import ATOL
-from lmnn_sdp.core.problem import nearest_same_class
+from lmnn_sdp.core.pair_search import nearest_same_class
 from lmnn_sdp.testing.assertions import checked_metric, lmnn_problem
 from lmnn_sdp.testing.corpus_cases import corpus_cases
 from lmnn_sdp.testing.estimator_params import estimator_settings

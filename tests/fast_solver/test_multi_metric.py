@@ -11,7 +11,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from fast_solver import MultiMetricLMNN, cluster_neighbors, solve
 from lmnn_sdp import LMNNProblem, solve_mm_lmnn
-from lmnn_sdp.core.problem import distance_matrix
+from lmnn_sdp.core.distances import distance_matrix
 
 EXPECTED_FAILURES = {
     "check_fit2d_1feature": "a class of 3 points cannot supply k=3 target neighbours; "

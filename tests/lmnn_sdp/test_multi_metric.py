@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans
 from lmnn_sdp import LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
 from lmnn_sdp.certificates import bounds
 from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
-from lmnn_sdp.core.problem import distance_matrix, leave_one_out_error
+from lmnn_sdp.core.distances import distance_matrix, leave_one_out_error
 from validation.datasets import load_bundled
 from validation.instances import concentric_circles
 
@@ -76,11 +76,11 @@ def test_objective_matches_triple_loop(seed, mu):
 
 
 def test_objective_in_tiles_that_split_the_clusters_columns(monkeypatch):
-    import lmnn_sdp.core.problem as problem_module
+    import lmnn_sdp.core.pair_search as search_module
 
     p, clusters, metrics = random_instance(6, n=40, n_clusters=4, mu=0.5)
-    monkeypatch.setattr(problem_module, "PANEL_BYTES", 8 * 2 * 3)  # tiles of 3 columns
-    monkeypatch.setattr(problem_module, "BLOCK_BYTES", 16 * 3 * 4)  # and 4 rows
+    monkeypatch.setattr(search_module, "PANEL_BYTES", 8 * 2 * 3)  # tiles of 3 columns
+    monkeypatch.setattr(search_module, "BLOCK_BYTES", 16 * 3 * 4)  # and 4 rows
     assert p.objective(metrics, clusters) == pytest.approx(brute_objective(p, metrics, clusters), rel=1e-12)
 
 

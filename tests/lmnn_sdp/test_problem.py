@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-import lmnn_sdp.core.problem as problem_module
+import lmnn_sdp.core.pair_search as search_module
+from lmnn_sdp.core.checks import NonRealInputError
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import grouped_scatter, pair_scatter
 
@@ -70,7 +71,7 @@ def test_objective_is_blockwise(monkeypatch):
     p = random_problem(6, n=30)
     M = random_psd(np.random.default_rng(6), 3)
     whole = p.objective(M)
-    monkeypatch.setattr(problem_module, "BLOCK_BYTES", 8)  # one row per block
+    monkeypatch.setattr(search_module, "BLOCK_BYTES", 8)  # one row per block
     assert p.objective(M) == pytest.approx(whole, rel=1e-12)
     assert len(p.active_triplets(M)) == int(np.sum(p.triplet_margins(M, p.all_triplets()) > 0))
 
@@ -80,8 +81,8 @@ def test_objective_is_blockwise(monkeypatch):
 def test_symmetric_blocks_count_every_pair_once_in_both_directions(monkeypatch, budget, panel):
     p = random_problem(9, n=30, classes=4, mu=0.5)
     M = random_psd(np.random.default_rng(9), 3) / 4
-    monkeypatch.setattr(problem_module, "BLOCK_BYTES", budget)
-    monkeypatch.setattr(problem_module, "PANEL_BYTES", panel)
+    monkeypatch.setattr(search_module, "BLOCK_BYTES", budget)
+    monkeypatch.setattr(search_module, "PANEL_BYTES", panel)
     assert p.objective(M) == pytest.approx(brute_objective(p.X, p.y, p.targets, 0.5, M), rel=1e-12)
     expected = [(i, j, l) for i in range(30) for j in p.targets[i] for l in range(30)
                 if p.y[l] != p.y[i] and p.triplet_margins(M, np.array([[i, j, l]]))[0] > -0.25]
@@ -238,7 +239,7 @@ def test_non_real_inputs_raise_a_type_error_naming_x_and_the_fix(X, match):
 def test_complex_inputs_raise_no_complex_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's ComplexWarning would fail here
-        with pytest.raises(problem_module.NonRealInputError):
+        with pytest.raises(NonRealInputError):
             LMNNProblem(X4 + 1j, Y4, k=1)
 
 

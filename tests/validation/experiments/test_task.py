@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from lmnn_sdp.core.problem import distance_matrix
+from lmnn_sdp.core.distances import distance_matrix
 from validation import peers
 from validation.experiments import methods, protocol, task
 from validation.experiments.methods import Fitted, Method
