@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("lmnn_sdp", "fast_solver", "validation")
 
@@ -73,6 +75,7 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_numpy_parts_never_load_cvxpy():
     code = ("import sys, fast_solver, lmnn_sdp.core.problem, lmnn_sdp.certificates.certificate, "
             "lmnn_sdp.certificates.bounds, lmnn_sdp.core.clusters, lmnn_sdp.mmc.certificate; "
@@ -102,6 +105,7 @@ def test_no_private_name_is_imported_from_another_module():
     assert private == []
 
 
+@pytest.mark.slow
 def test_importing_the_solvers_needs_no_linux_only_call():
     code = "import os; del os.sched_getaffinity; import fast_solver, lmnn_sdp"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

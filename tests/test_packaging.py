@@ -1,7 +1,8 @@
 """The core dependencies' lower bounds in pyproject.toml are the versions CI tests: the
 constraints file .ci/lowest-versions.txt (used by .ci/lowest) pins exactly these packages at
 exactly these bounds. Parsed with regular expressions, so it runs on Python 3.10 (no tomllib).
-CI runs the README's test command, whose workers share the cores."""
+CI runs the README's two test commands (the quick loop and the tests marked slow), whose
+workers share the cores."""
 
 import os
 import re
@@ -63,13 +64,20 @@ def test_the_lowest_job_uses_the_constraints_and_ci_runs_it():
     assert "bash .ci/lowest" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_the_tests_the_lowest_job_leaves_out_exist():
-    ignored = re.findall(r"--ignore=(\S+)", (ROOT / ".ci" / "lowest").read_text())
-    assert ignored and all((ROOT / path).is_file() for path in ignored), ignored
+def test_the_lowest_job_runs_the_quick_loop_by_its_marker():
+    lowest = (ROOT / ".ci" / "lowest").read_text()
+    assert '-m pytest -q -n auto -m "not slow"' in lowest and "--ignore" not in lowest
+
+
+def test_the_slow_marker_is_registered_and_named_by_the_readmes_commands():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^markers = \[\n\s+"slow: starts Python processes .*? or sleeps;', text, re.M)
+    assert "--strict-markers" in text  # a misspelt marker is an error, not a test that runs in both loops
 
 
 @pytest.mark.parametrize("which, expected", [
-    ("tests", 'pip install -e ".[test]" && python -m pytest -q -n auto'),
+    ("tests", 'pip install -e ".[test]" && python -m pytest -q -n auto -m "not slow"'),
+    ("slow", 'pip install -e ".[test]" && python -m pytest -q -n auto -m slow'),
     ("main", "pip install -e . && python -m validation")])
 def test_ci_reads_the_readmes_two_commands_from_the_readme(which, expected):
     done = subprocess.run(["bash", str(ROOT / ".ci" / "readme-command"), which], capture_output=True, text=True,
@@ -78,6 +86,7 @@ def test_ci_reads_the_readmes_two_commands_from_the_readme(which, expected):
     assert f"{expected}   " in (ROOT / "README.md").read_text()  # the line as written, its comment apart
     run, front_door = ((ROOT / ".ci" / name).read_text() for name in ("run", "front-door"))
     assert "$(bash .ci/readme-command tests)" in run and 'bash -c "$test_command"' in run
+    assert "$(bash .ci/readme-command slow)" in run and 'bash -c "$slow_command"' in run
     assert "$(bash .ci/readme-command main)" in front_door and front_door.count('bash -c "$main_command"') == 2
     assert "bash .ci/front-door" in run
 

@@ -51,26 +51,3 @@ def format_table(rows: list[dict], columns=COLUMNS) -> str:
     table = [list(columns)] + [[cell(c, row[c]) for c in columns] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)
-
-
-def certify_growing(sizes, solve, columns, budget: float, tol: float, fmt=str,
-                    record=None) -> int | None:
-    """Print the row ``solve(n)`` (a dict with ``columns``, ``seconds`` and ``certified``) for
-    each n of ``sizes`` until one takes longer than ``budget`` seconds; returns the largest n
-    certified within the budget. ``record``, if given, is called with the rows so far (their
-    ``columns``) after every row (``validation.records.Recorder``)."""
-    print(" | ".join(columns))
-    largest, rows = None, []
-    for n in sizes:
-        row = solve(n)
-        print(" | ".join(fmt(row[c]) for c in columns), flush=True)
-        rows.append({c: row[c] for c in columns})
-        if record is not None:
-            record(rows)
-        if row["seconds"] > budget:
-            print(f"n={n} took longer than the budget of {budget:.0f} s; stopping.")
-            break
-        if row["certified"]:
-            largest = n
-    print(f"largest n certified (gap <= {tol:g}) within {budget:.0f} s: {largest}")
-    return largest

@@ -73,7 +73,7 @@ def module_command(module: str, argv: Sequence[str] | None = None) -> str:
     Parameters
     ----------
     module : str
-        Dotted module name, e.g. ``"validation.benchmarks.mmc"``.
+        Dotted module name, e.g. ``"validation.benchmarks.letters_family"``.
     argv : sequence of str, optional
         The arguments given to ``main``; None means this process's (``sys.argv[1:]``), as
         ``main(None)`` parses them.
@@ -218,7 +218,7 @@ def write_record(name: str, rows: Sequence[Mapping], *, title: str, notes: str =
     Parameters
     ----------
     name : str
-        File name without suffix, e.g. ``"letters-certify"``.
+        File name without suffix, e.g. ``"letters-family"``.
     rows : sequence of mapping
         The table's rows, all with the same keys; a ValueError otherwise.
     title : str

@@ -109,6 +109,7 @@ def _sleep_and_save(path, seconds):
         time.sleep(seconds)
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_saving_leaves_a_whole_checkpoint(tmp_path, kill_during):
     path = tmp_path / "demo.ckpt"
     for after in (0.0, 0.003, 0.05):

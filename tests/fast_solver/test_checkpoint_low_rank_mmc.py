@@ -81,6 +81,7 @@ def _assert_same(got: dict, want: dict) -> None:
             assert got[key] == value, key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(FITS))
 def test_a_fit_killed_at_random_points_resumes_bit_for_bit(kind, tmp_path, kill_during):
     """SIGKILL at three random points (one resume after a single kill, one after two kills in

@@ -149,6 +149,7 @@ def _assert_same_fit(a, b):
         _assert_same_solve(a.global_result_, b.global_result_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_lmnn, _multi_metric, _multipass], ids=["lmnn", "multi-metric", "multipass"])
 def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during, make):
     tic = time.perf_counter()

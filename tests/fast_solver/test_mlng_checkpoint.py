@@ -54,6 +54,7 @@ def test_saving_checkpoints_does_not_change_the_fit(reference):
     assert expected.n_epochs == 20 and expected.converged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kills", [1, 1, 1, 2], ids=["once-a", "once-b", "once-c", "twice"])
 def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during, reference, kills, request):
     expected = reference[0]
@@ -115,6 +116,7 @@ def test_a_random_state_is_needed_and_a_generator_resumes_from_its_starting_stat
     assert np.array_equal(first.metric, fit(None, max_epochs=2).metric)  # RandomState(0) draws as the seed 0
 
 
+@pytest.mark.slow
 def test_the_estimator_killed_and_refitted_ends_as_an_uninterrupted_fit(tmp_path, kill_during):
     path = tmp_path / "mlng.ckpt"
     params = {"k": 3, "C": 1.0, "batch_size": 4, "max_iter": 30, "tol": 0.0, "random_state": 0}

@@ -52,6 +52,7 @@ def test_saving_checkpoints_does_not_change_the_fit(reference):
     assert expected.nit == OPTIONS["max_iter"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kills", [1, 1, 1, 2], ids=["once-a", "once-b", "once-c", "twice"])
 def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during, reference, kills, request):
     expected = reference[0]
@@ -103,6 +104,7 @@ def test_a_checkpoint_of_other_data_or_another_fit_is_refused(tmp_path):
         fit(mlng)
 
 
+@pytest.mark.slow
 def test_the_estimator_killed_and_refitted_ends_as_an_uninterrupted_fit(tmp_path, kill_during):
     path = tmp_path / "nca.ckpt"
     params = {"n_components": 3, "init": "random", "random_state": 0, "max_iter": 40, "tol": 0.0}

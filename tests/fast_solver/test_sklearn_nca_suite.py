@@ -60,6 +60,7 @@ def run_suite(directory: Path) -> tuple[dict[str, str], set[str]]:
     return outcomes, names
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SUITE.exists(), reason=f"the installed scikit-learn has no tests directory ({SUITE})")
 def test_scikit_learns_nca_suite_passes_on_fast_solver_nca(tmp_path):
     outcomes, names = run_suite(tmp_path)

@@ -176,6 +176,7 @@ def test_non_psd_start_is_rejected(iris):
         solve(iris, M0=np.diag([1.0, 1.0, 1.0, -1.0]))
 
 
+@pytest.mark.slow
 def test_importing_the_fast_solver_does_not_load_cvxpy():
     code = "import sys, fast_solver; fast_solver.solve; assert 'cvxpy' not in sys.modules, 'cvxpy loaded'"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -192,6 +192,7 @@ def test_a_forged_number_without_a_fresh_digest_is_refused_on_loading(tmp_path, 
         assert "digest" in refused(tmp_path / "edited")
 
 
+@pytest.mark.slow
 def test_checking_a_certificate_needs_no_cvxpy():
     path = corpus.CORPUS_DIR / "mmc-iris-n150"
     code = ("import sys; from lmnn_sdp.mmc.certificate import MMCCertificate; "

@@ -178,6 +178,7 @@ def test_the_solver_check_reports_failures():
         check_lmnn_solver(42)
 
 
+@pytest.mark.slow
 def test_importing_the_testing_api_loads_neither_cvxpy_nor_pytest_nor_the_fast_solver():
     code = ("import sys, lmnn_sdp.testing; lmnn_sdp.testing.corpus_cases(); "
             "bad = {'cvxpy', 'pytest', 'fast_solver', 'validation'} & set(sys.modules); assert not bad, bad")
@@ -219,6 +220,7 @@ def _plugin() -> list[str]:
     return [] if registered else ["-p", "lmnn_sdp.testing.plugin"]
 
 
+@pytest.mark.slow
 def test_a_test_file_outside_the_package_runs_the_corpus_through_the_plugin(tmp_path):
     (tmp_path / "test_outside.py").write_text(OUTSIDE)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", *_plugin(), "-p", "no:randomly",

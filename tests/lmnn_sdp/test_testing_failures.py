@@ -49,6 +49,7 @@ def run_author_test(tmp_path: Path, name: str) -> list[str]:
     return (run.stdout + run.stderr).splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, numbers", [
     ("lmnn", ["relative gap 0.4399 > rtol 1e-06", "certified lower bound on the optimum = 44.2327983",
               "triplets (i, j, l) have a positive hinge", "(46, 53, 38): 2.32"]),
@@ -65,6 +66,7 @@ def test_a_failed_assertion_shows_the_numbers_in_at_most_40_lines(tmp_path, name
     assert "1 failed" in lines[-1]
 
 
+@pytest.mark.slow
 def test_assert_passed_shows_every_row_of_the_table(tmp_path):
     from lmnn_sdp.testing import corpus_cases
 

@@ -11,11 +11,13 @@ import pytest
 from validation.benchmarks.common import ProcessTimeout, RemoteTraceback, in_fresh_process
 
 
+@pytest.mark.slow
 def test_the_value_comes_back():
     assert in_fresh_process(math.hypot, 3.0, 4.0) == 5.0
     assert in_fresh_process(math.hypot, 3.0, 4.0, timeout=300) == 5.0
 
 
+@pytest.mark.slow
 def test_an_error_is_raised_again_with_the_remote_traceback():
     with pytest.raises(ValueError, match="math domain error") as caught:
         in_fresh_process(math.sqrt, -1.0)
@@ -23,6 +25,7 @@ def test_an_error_is_raised_again_with_the_remote_traceback():
     assert "ValueError" in str(caught.value.__cause__)
 
 
+@pytest.mark.slow
 def test_a_process_past_its_timeout_is_killed_and_says_so():
     with pytest.raises(ProcessTimeout) as caught:
         in_fresh_process(time.sleep, 600, timeout=1.0)

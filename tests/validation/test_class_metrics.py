@@ -3,8 +3,12 @@ second run resumes both solves from their checkpoints."""
 
 from __future__ import annotations
 
+import pytest
+
 from validation import records
 from validation.benchmarks import class_metrics
+
+pytestmark = pytest.mark.slow  # the solves run in fresh processes
 
 
 def test_the_command_certifies_both_solves_and_a_second_run_resumes_them(tmp_path, monkeypatch):

@@ -86,6 +86,7 @@ def test_console_script_is_validation_cli_main():
     assert next(iter(scripts)).load() is main
 
 
+@pytest.mark.slow
 def test_python_m_validation_is_the_same_command():
     done = subprocess.run([sys.executable, "-m", "validation", "--help"],
                           capture_output=True, text=True, timeout=120)
@@ -583,6 +584,7 @@ def _alive_in_session(session: int) -> list[str]:
     return alive
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_the_rows_finished_writes_them_as_partial_and_exits_130(tmp_path):
     status, out, err, _ = _ctrl_c_after_the_first_row("--report", str(tmp_path))
     assert status == 130, err
@@ -600,6 +602,7 @@ def test_ctrl_c_prints_the_rows_finished_writes_them_as_partial_and_exits_130(tm
     assert not (tmp_path / "crosscheck.md").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes from /proc")
 def test_ctrl_c_with_two_jobs_ends_the_workers_without_a_warning(tmp_path):
     status, out, err, session = _ctrl_c_after_the_first_row("--jobs", "2")

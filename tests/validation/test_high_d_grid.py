@@ -28,6 +28,7 @@ def number(text: str) -> float | None:
     return float(text) if text else None
 
 
+@pytest.mark.slow
 def test_the_command_times_our_certified_solves_and_their_growth(tmp_path, monkeypatch):
     rows, growth = run(tmp_path, monkeypatch, "--n", "300", "--d", "5", "10", "--solvers", "fast",
                        "--tols", "1e-2", "1e-4", "--budget", "300")
@@ -55,6 +56,7 @@ def test_the_command_times_our_certified_solves_and_their_growth(tmp_path, monke
     assert "`eq. 14 of PEER` rows" in (tmp_path / "demo.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_fit_past_its_budget_is_recorded_and_the_fits_it_rules_out_are_skipped(tmp_path, monkeypatch):
     # 0.3 s is less than a fresh process needs to start and import the solver, so the first fit
     # is killed; the others are skipped without being tried
@@ -74,6 +76,7 @@ def test_a_fit_past_its_budget_is_recorded_and_the_fits_it_rules_out_are_skipped
     assert growth == []  # nothing finished
 
 
+@pytest.mark.slow
 def test_the_peers_get_our_bound_our_time_to_their_value_and_same_run_ratios(tmp_path, monkeypatch):
     pytest.importorskip("metric_learn")
     if grid.missing_peers(["pylmnn"]):
@@ -101,6 +104,7 @@ def test_the_peers_get_our_bound_our_time_to_their_value_and_same_run_ratios(tmp
     assert growth == []  # one size on each axis
 
 
+@pytest.mark.slow
 def test_a_peer_killed_or_failed_is_recorded_and_the_grid_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr(grid, "missing_peers", lambda solvers: [])  # the peer never runs here
     monkeypatch.setattr(grid, "peer_label", lambda solver: "metric-learn 0.7.0")
@@ -211,6 +215,7 @@ def test_bad_arguments_are_refused_by_name(options, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_complete_cells_and_measures_the_others_whole(tmp_path, monkeypatch):
     """A run cut after its first cell (the second cell's rows half written) and run again with
     ``--resume``: the first cell's rows as recorded (not measured again: same seconds), the
@@ -231,6 +236,7 @@ def test_resume_keeps_the_complete_cells_and_measures_the_others_whole(tmp_path,
     assert kept == again
 
 
+@pytest.mark.slow
 def test_every_row_and_the_provenance_name_the_version_the_run_started_at(tmp_path, monkeypatch):
     """A commit during a run (here: the checkout's version changes after the first look) does not
     relabel what was measured: the rows and the record's provenance keep the first version."""

@@ -102,37 +102,45 @@ def test_recorder_cuts_rows_to_its_columns_and_without_a_name_writes_nothing(tmp
 
 def test_record_option():
     parser = argparse.ArgumentParser()
-    records.add_record_option(parser, "letters-certify")
-    assert parser.parse_args([]).record == "letters-certify"
+    records.add_record_option(parser, "letters-family")
+    assert parser.parse_args([]).record == "letters-family"
     assert parser.parse_args(["--record", "other"]).record == "other"
     assert parser.parse_args(["--no-record"]).record == ""
     assert parser.parse_args(["--record", ""]).record == ""
-    assert records.module_command("validation.benchmarks.mmc", ["--threads", "2", "a b"]) == \
-        "python -m validation.benchmarks.mmc --threads 2 'a b'"
+    assert records.module_command("validation.benchmarks.letters_family", ["--passes", "2", "a b"]) == \
+        "python -m validation.benchmarks.letters_family --passes 2 'a b'"
 
 
 def test_benchmark_writes_its_record_as_rows_arrive(tmp_path, monkeypatch, capsys):
-    from validation.benchmarks import energy_rules
+    from types import SimpleNamespace
+
+    from validation.benchmarks import exact_methods
 
     monkeypatch.setattr(records, "RESULTS", tmp_path)
-    written = []
+    instances = [SimpleNamespace(name=f"case-{i}", problem=lambda: None) for i in range(2)]
+    monkeypatch.setattr(exact_methods, "builtin_instances", lambda: instances)
+    written, dies = [], [True]
 
-    def split_errors(split):
-        if split == 2:  # the run dies at its third split
-            written.append(records.read_record(tmp_path / "energy-rules-splits.csv")[1])
+    def measure(problem, method, multi):
+        if dies[0] and len(written) == 5:  # the run dies at its sixth solve
             raise MemoryError
-        return {"split": split, "gap": 1e-7, "fit_seconds": 1.5, "3-NN": 3.5 + split,
-                **{rule: 3.0 + split for rule in energy_rules.RULES}}
+        csv_path = tmp_path / "exact-methods.csv"
+        written.append(records.read_record(csv_path)[1] if csv_path.exists() else [])
+        return {"method": method, "seconds": 1.5, "certified": True, "upper": 2.0, "gap": 1e-9}
 
-    monkeypatch.setattr(energy_rules, "split_errors", split_errors)
+    monkeypatch.setattr(exact_methods, "measure", measure)
     with pytest.raises(MemoryError):
-        energy_rules.main(["--splits", "3"])
-    assert [row["split"] for row in written[0]] == ["0", "1"]  # what it measured is kept
-    line, summary = records.read_record(tmp_path / "energy-rules.csv")
-    assert line.startswith("Written by `python -m validation.benchmarks.energy_rules --splits 3` ")
-    assert summary[0] == {"rule": "3-NN", "mean_%": "4.0", "std_%": "0.707", "paper_%": "3.6"}
-    assert "| 3-NN | 4 | 0.707 | 3.6 |" in (tmp_path / "energy-rules.md").read_text()
+        exact_methods.main([])
+    assert [len(rows) for rows in written] == [0, 1, 2, 3, 4]  # each row written before the next solve
+    _, kept = records.read_record(tmp_path / "exact-methods.csv")
+    assert [(row["instance"], row["kind"], row["method"]) for row in kept] == [
+        ("case-0", "lmnn", "aggregated"), ("case-0", "lmnn", "cutting-plane"),
+        ("case-0", "multi-metric", "aggregated"), ("case-0", "multi-metric", "cutting-plane"),
+        ("case-1", "lmnn", "aggregated")]  # what it measured is kept
+    assert "- lmnn: on the 2 of 2 instances both certify, aggregated 3.0 s" in \
+        (tmp_path / "exact-methods.md").read_text()
 
-    energy_rules.main(["--splits", "2", "--no-record", "--record", "x"])  # the last one counts
+    dies[0] = False
+    exact_methods.main(["--no-record", "--record", "x"])  # the last one counts
     assert (tmp_path / "x.md").exists()
-    assert "split 1: LMNN gap 1.0e-07, 1.5 s" in capsys.readouterr().out
+    assert "case-1 | multi-metric | cutting-plane" in capsys.readouterr().out

@@ -15,6 +15,7 @@ def run(tmp_path, monkeypatch, *options) -> list[dict]:
     return records.read_record(tmp_path / "demo.csv")[1]
 
 
+@pytest.mark.slow
 def test_two_finished_sizes_predict_the_whole_training_part(tmp_path, monkeypatch):
     rows = run(tmp_path, monkeypatch, "--rows", "80", "40", "--methods", "nca")
     assert [(row["method"], row["rows"], row["status"]) for row in rows] == [
@@ -26,11 +27,13 @@ def test_two_finished_sizes_predict_the_whole_training_part(tmp_path, monkeypatc
     assert all(float(row["seconds"]) > 0 for row in rows)
 
 
+@pytest.mark.slow
 def test_the_whole_training_part_is_fitted_when_asked_and_not_predicted(tmp_path, monkeypatch):
     rows = run(tmp_path, monkeypatch, "--rows", "62", "124", "--methods", "nca")
     assert [(row["rows"], row["status"]) for row in rows] == [("62", "finished"), ("124", "finished")]
 
 
+@pytest.mark.slow
 def test_a_fit_past_its_budget_is_recorded_and_ends_the_method(tmp_path, monkeypatch):
     # 0.3 s is less than a fresh process needs to start and load the data
     rows = run(tmp_path, monkeypatch, "--rows", "40", "80", "--methods", "nca", "mmc", "--budget", "0.3")

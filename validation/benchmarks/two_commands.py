@@ -1,6 +1,7 @@
 """The README's two commands on a fresh machine, timed: a fresh clone of this checkout's HEAD,
-``bash .ci/run`` (the README's test command in a fresh venv with the newest packages, lint, the
-docs, the front door, the lowest versions), then the README's main command as written in another
+``bash .ci/run`` (the README's test commands, the quick loop and then the tests marked slow, in a
+fresh venv with the newest packages, lint, the docs, the front door, the lowest versions' quick
+loop; the pytest time of each), then the README's main command as written in another
 fresh venv, its install and its first run apart (numba compiling included, ``--report`` into the
 clone). Writes the record
 ``docs/results/two-commands.md`` and ``.csv`` (``validation.records.write_record``). The main
@@ -56,7 +57,7 @@ def main() -> int:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True,
                                 check=True).stdout.strip()  # the commit measured, whatever HEAD is at the end
         ci_seconds, ci_out, _ = timed(["bash", ".ci/run"], clone, Path(sys.executable).parent)
-        runs = re.findall(r"(\d+ passed.*?) in ([\d.]+)s", ci_out)  # the README's test command, then .ci/lowest's
+        runs = re.findall(r"(\d+ passed.*?) in ([\d.]+)s", ci_out)  # the README's two test commands, .ci/lowest's
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         bin_dir = venv / "bin"
         install, main_job = _readme_main_command(clone)
@@ -68,10 +69,10 @@ def main() -> int:
                                    "'clarabel', 'scs', 'numba')))"], capture_output=True, text=True).stdout.strip()
     summary = "; ".join(line for line in job_out.splitlines() if " passed (" in line or line.startswith("FAILED"))
     summary += f" (exit {job_code})"
-    rows = [{"command": "`bash .ci/run` (the README's test command, ruff; the docs; `.ci/front-door`; `.ci/lowest`)",
+    rows = [{"command": "`bash .ci/run` (the README's test commands, ruff; the docs; `.ci/front-door`; `.ci/lowest`)",
              "seconds": ci_seconds,
              "outcome": "; ".join(f"{job} pytest: {passed} in {float(seconds):.0f} s" for job, (passed, seconds)
-                                  in zip(("the test command's", "lowest versions'"), runs))},
+                                  in zip(("the quick tests'", "the slow tests'", "lowest versions'"), runs))},
             {"command": f"`{install}` (a fresh venv, no extras)", "seconds": install_seconds, "outcome": "exit 0"},
             {"command": f"`{main_job} --report docs/results` (first run, numba compiling, no data)",
              "seconds": job_seconds, "outcome": summary}]

@@ -31,6 +31,7 @@ from validation.experiments.protocol import QUICK_ROWS, QUICK_SPLITS, missing_da
 from validation.experiments.task import WORKER_THREADS, plan
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout the workers import
 DATASETS = ("iris", "wine")  # bundled with scikit-learn: no `lmnn-sdp data fetch`

@@ -121,6 +121,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_worker_processes_compile_numba_after_launching_its_threads(tmp_path):
     """``dask_client``'s workers, started from a main module that imports numba (as the CLI's
     does): numba's environment agrees with its configuration, a compile after its threads
@@ -169,13 +170,17 @@ def test_every_task_is_committed_before_the_progress_bar_counts_it(client, monke
     assert seen == [(1, 1), (2, 2), (3, 3), (4, 4)]
 
 
-def record_later(path, task, run, seconds, status="ok"):
-    """Another run: after ``seconds``, record ``task`` (as ``run``) and end that run."""
+def record_when_waited_for(path, first, task, run, status="ok"):
+    """Another run: once this run has stored ``first`` (so it holds ``task`` as another run's and
+    waits for it), record ``task`` (as ``run``) and end that run."""
     import threading
     import time
 
     def later():
-        time.sleep(seconds)
+        deadline = time.monotonic() + 120
+        with ResultStore(path) as reader:
+            while not list(reader.rows([first.key])) and time.monotonic() < deadline:
+                time.sleep(0.05)
         with ResultStore(path) as other:
             if status:
                 other.record({**dict(zip(("dataset", "split", "method", "params", "code_version"), task.key)),
@@ -198,7 +203,7 @@ def test_a_task_another_run_holds_is_waited_for_and_taken_over_when_given_up(cli
     with ResultStore(path) as store:
         other = store.start_run()
         store.claim([tasks[1].key], other)
-        thread = record_later(path, tasks[1], other, 3.0, status)
+        thread = record_when_waited_for(path, tasks[0], tasks[1], other, status)
         assert runner.run(tasks, store, client, progress=False) == counts
         thread.join()
         rows = store.rows(task.key for task in tasks)
@@ -226,6 +231,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_local_worker_paused_past_the_worker_ttl_keeps_its_task(tmp_path):
     """A LocalCluster worker stopped (SIGSTOP) for 5 times Dask's worker TTL, then continued,
     finishes the task it held, once: with the TTL the scheduler removed it, its nanny

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import distributed
+import pytest
 
 from validation.cli import main
 from validation.experiments.gate import QUICK_GATE_N, gate_environment
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[3]
 COUNTS = re.compile(r"(\d+) ok, (\d+) failed, (\d+) skipped, (\d+) refused, (\d+) finished, (\d+) by another run")
 
 
+@pytest.mark.slow
 def test_quick_run_end_to_end_then_resume_after_losing_a_row(tmp_path, capsys, monkeypatch):
     argv = ["experiments", "--quick", "--splits", "1", "--datasets", "iris", "wine",
             "--methods", "euclidean", "rca", "lmnn", "--results", str(tmp_path), "--no-progress"]
@@ -111,6 +113,7 @@ def stored(path: Path) -> int:
         return len(store.rows())
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_one_line_exits_130_releases_the_claims_and_the_rerun_computes_the_rest(tmp_path):
     store = tmp_path / "results.sqlite"
     command = cli(tmp_path)
@@ -136,6 +139,7 @@ def test_ctrl_c_prints_one_line_exits_130_releases_the_claims_and_the_rerun_comp
     assert (ok, done) == (6 - finished, finished)
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_on_one_store_compute_each_task_once_and_write_the_same_table(tmp_path):
     runs = [subprocess.Popen(cli(tmp_path, "--report", str(tmp_path / name)), cwd=ROOT, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name in ("a", "b")]

@@ -179,6 +179,7 @@ def test_the_claims_of_a_run_without_heartbeat_expire_and_a_heartbeat_keeps_them
         assert first.claims() == {key(0): b}
 
 
+@pytest.mark.slow
 def test_the_claims_of_a_run_whose_process_is_gone_from_this_machine_are_free_at_once(tmp_path):
     import subprocess
     import sys

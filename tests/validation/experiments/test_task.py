@@ -170,6 +170,7 @@ def test_sklearn_nca_peer_is_scored_by_eq14_against_the_certified_bound():
     assert stats["certified_gap"] == pytest.approx((stats["objective"] - stats["lower_bound"]) / stats["objective"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lmnn", "mmc"])
 def test_a_task_killed_mid_fit_resumes_from_its_checkpoint_and_removes_it(tmp_path, kill_during, name):
     [task_] = plan(["wine"], [name], splits=1)
