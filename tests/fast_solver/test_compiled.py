@@ -59,6 +59,7 @@ def test_the_loops_give_in_blocks_on_threads_what_they_give_in_one(monkeypatch):
             np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unwritable", ["read-only folder", "folder under a file"])
 def test_a_fit_works_quietly_where_numba_cannot_write_its_cache(tmp_path, unwritable):
     """``NUMBA_CACHE_DIR`` that cannot be written, and no other place for numba's cache (its

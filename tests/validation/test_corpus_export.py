@@ -246,6 +246,7 @@ SOLVER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,status,result", [("certified", 0, "pass"), ("identity", 1, "fail")])
 def test_a_solver_in_another_process_through_the_files(exported, tmp_path, mode, status, result):
     script = tmp_path / "solver.py"
