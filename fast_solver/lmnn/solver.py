@@ -92,6 +92,7 @@ from tqdm.auto import tqdm
 from fast_solver.checkpoint import Checkpoint, Section, as_checkpoint, fingerprint
 from fast_solver.lmnn import trust_region
 from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
+from fast_solver.lmnn.options import SolverOptions
 from fast_solver.lmnn.result import FastLMNNResult, Stage
 from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective, WorkingSet
 from fast_solver.lmnn.start import best_scale
@@ -106,30 +107,6 @@ from lmnn_sdp.core.space import sphered_space
 from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
-INITIAL_GAMMA = 0.1
-SHRINK = 0.3
-MAX_WIDENINGS = 3  # of the first width of several metrics by 1 / SHRINK (``_first_width``)
-INITIAL_RADIUS = 0.1  # of |L|_F
-MAX_RADIUS = 0.5  # of |L|_F: no step lands on L = 0, where the gradient vanishes
-MAX_STAGES = 60
-PROVE_WITHIN = 10  # the certificate is computed once the estimated gap is within this many tol:
-# its repair of the multipliers (bounds.repair_multipliers) can close what the scale into
-# the dual cone costs the estimate
-PROVABLE_MARGIN = 1e-6  # relative: a certificate is attempted only when the multipliers' sum
-# is within (1 + PROVABLE_MARGIN) tol of the upper bound (``_Run._provable``)
-UNPROVABLE_BELOW = 0.01  # an estimated gap this far below tol that the certificate does not prove
-# ends the solve as stalled: further iterations shrink the estimate, not what the proof loses
-RETRY_BELOW = 0.5  # after a failed proof, the stages aim at this fraction of its estimated gap
-STALE_DRIFT = 0.1  # relative change of the metric since the last search that calls for a new one
-RETREAT = 0.25  # of the length of a Newton call's move that the renewed set rejects: the radius of
-# the next call, from its start (``_Run._retract``)
-SADDLE_PATIENCE = 10  # Newton iterations with a scaling-dominated gap before an escape step
-RANK_FLOOR = 1e-8  # eigenvalues of M_c at most this fraction of its largest count as null (``_narrowed``)
-RANK_MARGIN = 0.25  # rows that ``_narrowed`` keeps beyond the rank, as a fraction of it,
-MIN_MARGIN = 8  # and at least this many
-NARROW_BELOW = 0.75  # ``L`` is narrowed only to at most this fraction of its rows
-START_TAIL = 0.03  # the default start: the principal directions that hold all but this fraction of
-MIN_START_RANK = 32  # the inputs' variance, at least this many (``_euclidean_start``)
 ITERATIONS = 15  # version of the iterations a checkpoint replays (2: multiplier updates, 3: an upper bound
 # at every search, 4: the first width of several metrics, 5: the aim after a failed proof, 6: float32
 # Hessian products, 7: the data range from a QR factor, 8: compiled sums in any order, 9: compiled
@@ -138,6 +115,7 @@ ITERATIONS = 15  # version of the iterations a checkpoint replays (2: multiplier
 # ray's coefficients, the drift from eigenvalues, 13: the default start on principal directions, 14: retractions,
 # 15: a lighter shrink before a last stage, ``_next_width``), in its
 # fingerprint
+OPTIONS = SolverOptions()  # the tuned values every solve runs with (``fast_solver.lmnn.options``)
 
 
 def solve(
@@ -274,8 +252,8 @@ def solve(
                    checkpoint=checkpoint.section("global")).metric
         checkpoint = checkpoint.section("multi")
     with threadpool_limits(1, user_api="blas"):
-        run = _Run(problem, band, search, tol, checkpoint)
-        return run.solve(_start(problem, run.whitening, M0), max_iter, callback, progress)
+        run = _Run(problem, band, search, tol, checkpoint, OPTIONS)
+        return run.solve(_start(problem, run.whitening, M0, OPTIONS), max_iter, callback, progress)
 
 
 def solve_fingerprint(problem: LMNNProblem, M0=None, **options) -> str:
@@ -317,8 +295,8 @@ class _Run:
     saved: ``prove`` is deterministic, so it is proved again when asked."""
 
     def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float,
-                 checkpoint: Checkpoint | Section):
-        self.problem, self.tol, self.checkpoint = problem, tol, checkpoint
+                 checkpoint: Checkpoint | Section, options: SolverOptions):
+        self.problem, self.tol, self.checkpoint, self.options = problem, tol, checkpoint, options
         self.whitening: ClusterWhitening = whiten_clusters(problem)
         self.search = ExactSearch(self.whitening, problem.targets, problem.label_codes, band, search)
         self.upper = _Candidate(np.inf)
@@ -330,7 +308,7 @@ class _Run:
         self.n_iter = self.n_evaluations = self.n_hessian_products = self.n_retreats = 0
         self.timings = dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0)
         self.start_time = time.perf_counter()
-        self.gamma = INITIAL_GAMMA  # the stage's width
+        self.gamma = options.initial_gamma  # the stage's width
         self.aim = tol  # the estimated gap a stage stops at: tol, lowered by every failed proof
         self.prior: tuple[np.ndarray, np.ndarray] | None = None  # pair keys i n + l (P,), multipliers (P, k)
         self.retreat: float | None = None  # the next Newton call's radius after a retraction (``_retract``)
@@ -347,16 +325,16 @@ class _Run:
             self.upper = _Candidate(0.0, metric=np.zeros((len(L), r, r)), triplets=self.lower.triplets)
             return self._result(self.upper.metric, "zero")  # pushed out along the null spaces
         if saved is None:
-            L = _narrowed(L)  # a start of low rank, as the LMNN optimum that starts class metrics
+            L = _narrowed(L, self.options)  # a start of low rank, as the LMNN optimum that starts class metrics
             objective, nit = self._renew(L), 0
-            self.gamma = _first_width(objective, L)
+            self.gamma = _first_width(objective, L, self.options)
         else:
             objective, L, nit = self._restore(saved)
         bar = tqdm(total=max_iter, initial=self.n_iter, disable=not progress, desc="LMNN", unit="it")
         try:
-            for _ in range(len(self.stages), MAX_STAGES):
+            for _ in range(len(self.stages), self.options.max_stages):
                 objective, L, nit, stop = self._stage(objective, L, max_iter, bar, nit)
-                L = _narrowed(L)
+                L = _narrowed(L, self.options)
                 gamma = self.gamma
                 ev = objective.evaluate(L, gamma)
                 self._offer_lower(objective, ev)
@@ -367,15 +345,15 @@ class _Run:
                 if self._estimated_gap() <= self._proof_within() and self._provable():
                     if self._certificate().certified:
                         return self._result(self.upper.metric, "proved")
-                    self.aim = min(self.aim, RETRY_BELOW * self._estimated_gap())
-                if self._estimated_gap() <= UNPROVABLE_BELOW * self.tol:  # what keeps the proof short
+                    self.aim = min(self.aim, self.options.retry_below * self._estimated_gap())
+                if self._estimated_gap() <= self.options.unprovable_below * self.tol:  # what keeps the proof short
                     return self._result(self.upper.metric, "unprovable")  # is no longer the optimisation
                 if self.n_iter >= max_iter:
                     break
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
                     self.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = self.prior[1]
-                    self.gamma = _next_width(gamma, self._estimated_gap(), self.aim)
+                    self.gamma = _next_width(gamma, self._estimated_gap(), self.aim, self.options.shrink)
                 nit = 0
             else:
                 return self._result(self.upper.metric, "stages")
@@ -404,7 +382,7 @@ class _Run:
             nit += taken
             if stop == "stale" and self.n_iter < max_iter:
                 moved, kept = np.linalg.norm(L - start), objective.ws
-                L = _narrowed(L)
+                L = _narrowed(L, self.options)
                 objective = self._renew(L, objective)
                 if before is not None and not objective.evaluate(L, gamma).value < before:
                     objective, L = self._retract(objective, kept, moved), start
@@ -412,7 +390,7 @@ class _Run:
             if stop not in ("saddle", "stationary", "radius") or self.n_iter >= max_iter:
                 return objective, L, nit, stop
             tic = time.perf_counter()
-            narrow = _narrowed(L)  # rows that an earlier escape added and that stayed near 0 go
+            narrow = _narrowed(L, self.options)  # rows that an earlier escape added and that stayed near 0 go
             if narrow is not L:
                 L = narrow
                 objective.evaluate(L, gamma)
@@ -430,7 +408,7 @@ class _Run:
         renewed.release()
         both = WorkingSet.from_pairs(np.concatenate([kept.owner, renewed.ws.owner]),
                                      np.concatenate([kept.impostors, renewed.ws.impostors]), len(kept.ptr) - 1)
-        self.retreat = RETREAT * moved
+        self.retreat = self.options.retreat * moved
         self.n_retreats += 1
         return self._objective(both)
 
@@ -441,6 +419,7 @@ class _Run:
         at ``L`` (``_searched_at``) the first evaluation is eq. 14 there and is offered as an upper
         bound."""
         tic = time.perf_counter()
+        options = self.options
         shape = L.shape
         exact = [self._searched_at(objective, L)]
         moved = [None]  # the multiple of the last line's step, when ``x`` is where it leads
@@ -466,12 +445,12 @@ class _Run:
                 return True
             if relative_gap(min(self.upper.value, ev.objective), bound) <= self.aim:
                 return True  # with the best metric so far, the bound may already prove tol
-            if self.search.drift(_gram(ev.L)) > STALE_DRIFT:
+            if self.search.drift(_gram(ev.L)) > options.stale_drift:
                 stale[0] = True
                 return True
             # the scaling into the dual cone loses most of the gap, iteration after iteration
             saddle[0] = saddle[0] + 1 if ev.multiplier_sum - bound > 0.5 * gap else 0
-            return saddle[0] >= SADDLE_PATIENCE
+            return saddle[0] >= options.saddle_patience
 
         def line(p, t_max):
             t, change = ray_minimum(objective.ray(p.reshape(shape)), 1.0, t_max)
@@ -480,8 +459,9 @@ class _Run:
 
         result = trust_region.minimize(
             fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), line, L.ravel(),
-            radius=INITIAL_RADIUS * np.linalg.norm(L) if radius is None else radius, max_iter=budget, stop=stop,
-            max_radius=lambda x: MAX_RADIUS * np.linalg.norm(x),
+            radius=options.initial_radius * np.linalg.norm(L) if radius is None else radius, max_iter=budget, stop=stop,
+            max_radius=lambda x: options.max_radius * np.linalg.norm(x),
+            max_cg=options.max_cg, min_radius_ratio=options.min_radius_ratio,
             preconditioner=lambda: _flat(objective.preconditioner(), shape))
         self.n_iter += result.nit
         self.n_evaluations += objective.n_evaluations
@@ -491,7 +471,7 @@ class _Run:
         reason = result.reason
         if reason == "stop" and stale[0]:
             reason = "stale"
-        elif reason == "stop" and saddle[0] >= SADDLE_PATIENCE:
+        elif reason == "stop" and saddle[0] >= options.saddle_patience:
             reason = "saddle"
         return result.x.reshape(shape), result.nit, reason
 
@@ -514,7 +494,7 @@ class _Run:
     def _objective(self, ws: WorkingSet) -> SmoothedObjective:
         """The smoothed objective on ``ws``, its hinges shifted by the multipliers of the
         pairs it shares with the last update (``prior``; 0 for the others)."""
-        objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws)
+        objective = SmoothedObjective(self.whitening, self.problem.targets, self.problem.mu, ws, self.options)
         if self.prior is not None and len(self.prior[0]):
             keys, multipliers = self.prior
             wanted = ws.keys()
@@ -547,7 +527,7 @@ class _Run:
     def _proof_within(self) -> float:
         """The estimated gap at which a certificate is tried: ``PROVE_WITHIN`` tol, and after a
         failed proof the aim it set, so that the next proof has new candidates to try."""
-        return PROVE_WITHIN * self.tol if self.aim == self.tol else self.aim
+        return self.options.prove_within * self.tol if self.aim == self.tol else self.aim
 
     def _estimated_gap(self) -> float:
         return relative_gap(self.upper.value, self.lower.value)
@@ -558,7 +538,7 @@ class _Run:
         its upper bound is eq. 14 at the same metric (the margin covers the rounding between
         the whitened and the input coordinates)."""
         reach = float(np.clip(self.lower.multipliers, 0.0, self.problem.mu).sum())
-        return relative_gap(self.upper.value, reach) <= self.tol * (1.0 + PROVABLE_MARGIN)
+        return relative_gap(self.upper.value, reach) <= self.tol * (1.0 + self.options.provable_margin)
 
     def _certificate(self) -> Certificate:
         """The rigorous certificate of the best metric and the best multipliers
@@ -667,7 +647,7 @@ class _Run:
             message = (f"not converged: max_iter={max_iter} Newton iterations spent before the "
                        "certified gap reached tol")
         elif stop == "stages":
-            message = f"not converged: {MAX_STAGES} stages ended before the certified gap reached tol"
+            message = f"not converged: {self.options.max_stages} stages ended before the certified gap reached tol"
         else:
             message = (f"not converged: the estimated gap {self._estimated_gap():.2g} is below tol, but the "
                        f"certificate proves only {certificate.relative_gap:.3g}")
@@ -726,42 +706,42 @@ def _without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
         active_triplets=triplets, timings={"total": time.perf_counter() - start})
 
 
-def _next_width(gamma: float, gap: float, aim: float) -> float:
+def _next_width(gamma: float, gap: float, aim: float, shrink: float) -> float:
     """The next stage's width after a stage at ``gamma`` that ended at the estimated relative
-    ``gap`` above ``aim``: ``gamma max(SHRINK, sqrt(aim / (2 gap)))``, and ``gamma SHRINK``
+    ``gap`` above ``aim``: ``gamma max(shrink, sqrt(aim / (2 gap)))``, and ``gamma shrink``
     when the gap is already within the aim (what is left to prove is not the smoothing).
     With the multipliers carried over, the gap at a stage's end fell faster than ``gamma^2``
     in the measured solves; so a stage that ends just above the aim needs a shrink to about
-    half of it, not a whole factor ``SHRINK`` whose narrower Hessian costs a stage of
+    half of it, not a whole factor ``shrink`` whose narrower Hessian costs a stage of
     Newton iterations (design note, "Multi-metric LMNN at image scale").
 
     Examples
     --------
-    >>> round(_next_width(0.03, 1.21e-4, 1e-4) / 0.03, 3)
+    >>> round(_next_width(0.03, 1.21e-4, 1e-4, 0.3) / 0.03, 3)
     0.643
-    >>> _next_width(0.1, 0.05, 1e-4) == 0.1 * SHRINK
+    >>> _next_width(0.1, 0.05, 1e-4, 0.3) == 0.1 * 0.3
     True
     """
     if not gap > aim:
-        return gamma * SHRINK
-    return gamma * max(SHRINK, float(np.sqrt(aim / (2.0 * gap))))
+        return gamma * shrink
+    return gamma * max(shrink, float(np.sqrt(aim / (2.0 * gap))))
 
 
-def _first_width(objective: SmoothedObjective, L: np.ndarray) -> float:
-    """The first stage's width: ``INITIAL_GAMMA``, and for several metrics (``L`` (C, r, r),
-    C > 1) widened by ``1 / SHRINK`` (at most ``MAX_WIDENINGS`` times) while fewer triplets
+def _first_width(objective: SmoothedObjective, L: np.ndarray, options: SolverOptions) -> float:
+    """The first stage's width: ``initial_gamma``, and for several metrics (``L`` (C, r, r),
+    C > 1) widened by ``1 / shrink`` (at most ``max_widenings`` times) while fewer triplets
     are in transition at ``L`` than ``L`` has entries. The Hessian of ``F_gamma`` has curvature
     only along the triplets in transition (``0 < h < gamma``) and ``G``; each class metric
     keeps the parameters of one metric but sees only its cluster's triplets, so with too few
     in transition the conjugate gradients meet the trust radius after a few products and the
-    Newton steps are little more than gradient steps. One metric starts at ``INITIAL_GAMMA``:
+    Newton steps are little more than gradient steps. One metric starts at ``initial_gamma``:
     widened, it took as many iterations or more (design note, "Multi-metric LMNN at image
     scale")."""
-    gamma = INITIAL_GAMMA
-    for _ in range(MAX_WIDENINGS if len(L) > 1 else 0):
+    gamma = options.initial_gamma
+    for _ in range(options.max_widenings if len(L) > 1 else 0):
         if objective.evaluate(L, gamma).n_transition >= L.size:
             break
-        gamma /= SHRINK
+        gamma /= options.shrink
     return gamma
 
 
@@ -811,11 +791,11 @@ def _escape(objective: SmoothedObjective) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([L, np.sqrt(s) * factors[:, :added]], axis=1))
 
 
-def _narrowed(L: np.ndarray) -> np.ndarray:
+def _narrowed(L: np.ndarray, options: SolverOptions) -> np.ndarray:
     """``L`` (C, p, r) cut to the rows that the metrics ``M_c = L_c^T L_c`` use: the singular
     directions of each ``L_c`` by decreasing singular value, as many as the largest rank over
-    the clusters (eigenvalues above ``RANK_FLOOR`` of their largest) plus a margin; ``L``
-    itself when that keeps more than ``NARROW_BELOW`` of its rows.
+    the clusters (eigenvalues above ``rank_floor`` of their largest) plus a margin; ``L``
+    itself when that keeps more than ``narrow_below`` of its rows (``options``).
 
     ``F_gamma`` is convex in ``M``, so a minimiser of it over ``L`` with fewer rows than ``r``
     that leaves ``L`` rank-deficient is a minimiser over every metric (Burer & Monteiro 2005);
@@ -824,9 +804,9 @@ def _narrowed(L: np.ndarray) -> np.ndarray:
     Hessian product, line search and search cost ``O(p)`` instead of ``O(r)`` per point and
     coordinate."""
     _, s, Wt = np.linalg.svd(L, full_matrices=False)
-    rank = max(int(np.count_nonzero(sc * sc > RANK_FLOOR * sc[0] * sc[0])) for sc in s)
-    width = rank + max(MIN_MARGIN, int(np.ceil(RANK_MARGIN * rank)))
-    if width > NARROW_BELOW * L.shape[1]:
+    rank = max(int(np.count_nonzero(sc * sc > options.rank_floor * sc[0] * sc[0])) for sc in s)
+    width = rank + max(options.min_margin, int(np.ceil(options.rank_margin * rank)))
+    if width > options.narrow_below * L.shape[1]:
         return L
     return np.ascontiguousarray(s[:, :width, None] * Wt[:, :width])
 
@@ -843,10 +823,10 @@ def _feasible_scale(mu: float, space: Whitening, G: np.ndarray) -> float:
     return largest_feasible_scale(A, A - G)
 
 
-def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
+def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0, options: SolverOptions) -> np.ndarray:
     """``L`` (C, r, r) of the starting metrics in whitened coordinates (``solve``'s ``M0``)."""
     C = whitening.n_clusters
-    M0 = _euclidean_start(problem) if M0 is None else np.asarray(M0)
+    M0 = _euclidean_start(problem, options) if M0 is None else np.asarray(M0)
     if M0.ndim == 3 and len(M0) != C:
         raise ValueError(f"M0 has {len(M0)} metrics for {C} clusters; give one metric (d, d) "
                          f"or one per cluster ({C}, {problem.n_features}, {problem.n_features}).")
@@ -856,21 +836,21 @@ def _start(problem: LMNNProblem, whitening: ClusterWhitening, M0) -> np.ndarray:
         M = check_psd(problem.check_metric(M), "M0" if C == 1 else f"M0[{c}]")[0]
         if not M.any():
             raise ValueError("M0 is the zero matrix; start from a metric with at least one positive eigenvalue.")
-        checked.append(best_scale(problem, M) * M if C == 1 else M)
+        checked.append(best_scale(problem, M, options) * M if C == 1 else M)
     return _factor(whitening.whitened(np.stack(checked)))
 
 
-def _euclidean_start(problem: LMNNProblem) -> np.ndarray:
+def _euclidean_start(problem: LMNNProblem, options: SolverOptions) -> np.ndarray:
     """The default starting metric (d, d): Euclidean on the principal directions of the centred
-    inputs that hold all but ``START_TAIL`` of their variance, at least ``MIN_START_RANK`` of
-    them; the identity when that keeps more than ``NARROW_BELOW`` of the d directions.
+    inputs that hold all but ``start_tail`` of their variance, at least ``min_start_rank`` of
+    them; the identity when that keeps more than ``narrow_below`` of the d directions.
 
     A learned metric has fewer directions than d, and a start on the rest costs Newton
     iterations at full width (design note, "The starting rank")."""
     d = problem.n_features
-    U, s = principal_axes(problem.X_centered, START_TAIL)
-    q = max(MIN_START_RANK, s)
-    if q > NARROW_BELOW * d:
+    U, s = principal_axes(problem.X_centered, options.start_tail)
+    q = max(options.min_start_rank, s)
+    if q > options.narrow_below * d:
         return np.eye(d)
     return U[:, :q] @ U[:, :q].T
 

@@ -2,13 +2,13 @@
 
 eq. 14 at ``s M`` is convex in ``s``, and its scale matters more than its shape
 at the start: too small a metric makes every near point an impostor, too large a one
-wastes stages growing the margin back. The sampled objective takes ``ANCHORS`` evenly
+wastes stages growing the margin back. The sampled objective takes ``anchors`` evenly
 spaced points ``i`` and all their triplets ``(i, j, l)`` exactly:
 
     e(s) = (1-mu) s sum_{i, j} D(i, j) + mu sum_{i, j, l} [1 + s (D(i, j) - D(i, l))]_+,
 
-and a golden-section search over ``log s`` (``SEARCH_STEPS`` steps within
-``SCALE_RANGE`` of the scale where target distances average 1) minimises it.
+and a golden-section search over ``log s`` (``search_steps`` steps within
+``scale_range`` of the scale where target distances average 1) minimises it (the three values are ``SolverOptions``').
 Measurements: ``docs/design/fast-lmnn-solver.md``, "The starting scale".
 """
 
@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from fast_solver.lmnn.options import SolverOptions
 from lmnn_sdp.core.line_search import golden_section
 from lmnn_sdp.core.problem import LMNNProblem
 
-ANCHORS = 128
-SCALE_RANGE = 1e3
-SEARCH_STEPS = 30
 
-
-def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
+def best_scale(problem: LMNNProblem, M: np.ndarray, options: SolverOptions = SolverOptions()) -> float:
     """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero,
     the metric of a problem with one cluster.
 
@@ -32,7 +29,7 @@ def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
     sums, so ``e(s)`` costs a binary search per target pair."""
     Xc = problem.X_centered
     n = problem.n_samples
-    anchors = np.unique(np.linspace(0, n - 1, min(ANCHORS, n)).astype(np.intp))
+    anchors = np.unique(np.linspace(0, n - 1, min(options.anchors, n)).astype(np.intp))
     target_d = problem.target_distances(M[None])
     unit = n * problem.k / max(float(target_d.sum()), np.finfo(float).tiny)
     XM = Xc @ M
@@ -52,7 +49,7 @@ def best_scale(problem: LMNNProblem, M: np.ndarray) -> float:
             push += float(np.sum(counts * (1.0 + s * anchor_d[row]) - s * within))
         return (1.0 - problem.mu) * s * float(anchor_d.sum()) + problem.mu * push
 
-    log_s, _ = golden_section(sampled, np.log(unit / SCALE_RANGE), np.log(unit * SCALE_RANGE),
-                              SEARCH_STEPS)
+    log_s, _ = golden_section(sampled, np.log(unit / options.scale_range),
+                              np.log(unit * options.scale_range), options.search_steps)
     return float(np.exp(log_s))
 
