@@ -66,7 +66,7 @@ class SolverOptions:
     # one: lower searches more often, higher risks steps on a set that misses impostors
     retreat: float = 0.25  # radius after a retraction, of the move taken back: smaller starts safer, slower
 
-    # -- narrowing ``L`` (``solver._narrowed``; "Narrow factors")
+    # -- narrowing ``L`` (``factors.narrowed``; "Narrow factors")
     rank_floor: float = 1e-8  # eigenvalues of M_c at most this of the largest count as null
     rank_margin: float = 0.25  # rows kept beyond the rank, of it: fewer escapes against wider products
     min_margin: int = 8  # and at least this many

@@ -23,7 +23,7 @@ Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
-cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.solver._narrowed``). In ``L``
+cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.factors.narrowed``). In ``L``
 the gradient is ``2 L G``, and the Hessian applied to a direction ``V`` (p, r) is
 ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L> (C_ij - C_il)`` over
 the triplets in transition (``0 < lambda_t < mu``), with ``L S = (X^T Lap Z)^T`` formed from

@@ -13,7 +13,8 @@ from sklearn.datasets import load_iris, load_wine, make_blobs
 import fast_solver
 from fast_solver import solve
 from fast_solver.lmnn import solver
-from fast_solver.lmnn.start import best_scale
+from fast_solver.lmnn.factors import narrowed
+from fast_solver.lmnn.start import best_scale, euclidean_start
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from lmnn_sdp.certificates.bounds import dual_lower_bound
 
@@ -387,7 +388,7 @@ def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris)
     n, k = iris.n_samples, iris.k
     old = WorkingSet.from_pairs(np.array([0, 0, 3, 7]), np.array([20, 25, 40, 11]), n)
     multipliers = np.arange(4 * k, dtype=float).reshape(4, k) / (4 * k) * iris.mu
-    run.prior = (old.keys(), multipliers)
+    run.state.prior = (old.keys(), multipliers)
     new = WorkingSet.from_pairs(np.array([0, 3, 5, 7]), np.array([25, 40, 1, 12]), n)
     objective = run._objective(new)
     np.testing.assert_array_equal(objective.prior, [multipliers[1], multipliers[2], np.zeros(k), np.zeros(k)])
@@ -407,7 +408,7 @@ def _widths(monkeypatch):
     from fast_solver.lmnn.smoothed import SmoothedObjective
 
     widths, escapes = [], []
-    evaluate, escape = SmoothedObjective.evaluate, solver._escape
+    evaluate, escape = SmoothedObjective.evaluate, solver.escape
 
     def spy_evaluate(self, L, gamma):
         widths.append(L.shape[1])
@@ -419,7 +420,7 @@ def _widths(monkeypatch):
         return moved
 
     monkeypatch.setattr(SmoothedObjective, "evaluate", spy_evaluate)
-    monkeypatch.setattr(solver, "_escape", spy_escape)
+    monkeypatch.setattr(solver, "escape", spy_escape)
     return widths, escapes
 
 
@@ -457,7 +458,7 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
     _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
     share = np.cumsum(s**2) / np.sum(s**2)
     q = max(32, next(i + 1 for i in range(d) if share[i] >= 0.97))
-    M0 = solver._euclidean_start(problem, solver.OPTIONS)
+    M0 = euclidean_start(problem, solver.OPTIONS)
     if expected == "cut":
         assert 32 < q <= 48  # the data leave out more than a quarter of the directions
         np.testing.assert_allclose(M0, Vt[:q].T @ Vt[:q], atol=1e-10)
@@ -470,7 +471,7 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
 
 
 def test_the_default_start_keeps_every_direction_of_few_features(iris):
-    np.testing.assert_array_equal(solver._euclidean_start(iris, solver.OPTIONS), np.eye(4))
+    np.testing.assert_array_equal(euclidean_start(iris, solver.OPTIONS), np.eye(4))
 
 
 def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_floor():
@@ -478,12 +479,12 @@ def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_f
     W = np.linalg.qr(rng.normal(size=(40, 40)))[0]
     singular = np.concatenate([np.geomspace(1.0, 1e-3, 10), np.full(30, 1e-6)])  # rank 10 above the floor
     L = (singular[:, None] * W.T)[None]  # (1, 40, 40)
-    cut = solver._narrowed(L, solver.OPTIONS)
+    cut = narrowed(L, solver.OPTIONS)
     assert cut.shape == (1, 10 + solver.OPTIONS.min_margin, 40)
     M, M_cut = L[0].T @ L[0], cut[0].T @ cut[0]
     assert np.abs(M - M_cut).max() <= 1e-11
     np.testing.assert_allclose(np.linalg.svd(cut[0], compute_uv=False), singular[:18], rtol=1e-9)
-    assert solver._narrowed(cut, solver.OPTIONS) is cut  # already narrow: another cut would save under a quarter
+    assert narrowed(cut, solver.OPTIONS) is cut  # already narrow: another cut would save under a quarter
     wide = (np.concatenate([np.ones(32), np.full(8, 1e-6)])[:, None] * W.T)[None]
-    assert solver._narrowed(wide, solver.OPTIONS) is wide  # 32 + 8 rows would be kept
+    assert narrowed(wide, solver.OPTIONS) is wide  # 32 + 8 rows would be kept
 
