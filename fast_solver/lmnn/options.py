@@ -39,7 +39,7 @@ class SolverOptions:
     scale_range: float = 1e3  # the scale search's reach each side of mean target distance 1
     search_steps: int = 30  # golden-section steps of that search: its precision against its time
 
-    # -- continuation (``solver._first_width``, ``solver._next_width``; "Multiplier updates between stages",
+    # -- continuation (``continuation.first_width``, ``continuation.next_width``; "Multiplier updates between stages",
     #    "Multi-metric LMNN at image scale")
     initial_gamma: float = 0.1  # first smoothing width: wider is easier to minimise, further from eq. 14
     shrink: float = 0.3  # the width's factor per stage: smaller takes fewer stages of more iterations each

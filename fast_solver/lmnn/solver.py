@@ -1,73 +1,68 @@
 """The scalable LMNN solver: smoothed-hinge continuation with a certified stop.
 
-One algorithm and one stopping rule at every size (DESIGN.md, "One path at
-every size"); size only picks block sizes and threads. It solves eq. 14 and,
-with ``clusters``, multi-metric LMNN (sec. 5.2, eq. 16: one metric per cluster,
-the distance to a point measured by its cluster's metric); LMNN is the case of
-one cluster, so both run the same code, every step below applied per cluster
-(``L`` is (C, p, r); the estimate that steers the stages scales all multipliers by
-the smallest of the clusters' scales into the dual cone, the certificate each
-cluster's impostor multipliers by its own).
+One algorithm and one stopping rule at every size (DESIGN.md, "One path at every size"); size
+only picks block sizes and threads. It solves eq. 14 and, with ``clusters``, multi-metric LMNN
+(sec. 5.2, eq. 16: one metric per cluster, the distance to a point measured by its cluster's
+metric); LMNN is the case of one cluster, so both run the same code, every step below applied
+per cluster (``L`` is (C, p, r); the estimate that steers the stages scales all multipliers by
+the smallest of the clusters' scales into the dual cone, the certificate each cluster's impostor
+multipliers by its own).
 
-1. **Coordinates.** The data range whitened by the pull matrix
-   (``lmnn_sdp.core.whitening``): the problem and every step are the same for any
-   linear map of the inputs, feature scaling included.
+1. **Coordinates.** The data range whitened by the pull matrix (``lmnn_sdp.core.whitening``):
+   the problem and every step are the same for any linear map of the inputs, feature scaling
+   included.
 2. **Smoothed hinge, exact working set.** Each stage minimises ``F_gamma`` of
-   ``fast_solver.lmnn.smoothed`` (eq. 14 with the hinge smoothed over a width
-   ``gamma``) over ``L`` with ``M_w = L^T L``, on the pairs found by an exact
-   impostor search (``fast_solver.lmnn.working_set``). The set is searched again
-   when the metric has moved by ``stale_drift`` (relative, spectral norm) since
-   the last search, and at the end of every stage. Newton's iterations between two
-   searches are kept only if ``F_gamma`` over all triplets fell; otherwise they start
-   again from where they began, on both sets and within a shorter radius (``_Run._retract``).
-3. **Second order.** The Newton iterations are a trust-region method with
-   truncated conjugate gradients and an exact line search along each step
-   (``fast_solver.lmnn.trust_region``, ``SmoothedObjective.ray``): a Hessian-vector
-   product costs one pass over the triplets in transition (``0 < h < gamma``), a
-   point of the line search one pass over the working set without matrix products,
-   and the evaluation at the point it picks reuses its distances
-   (``SmoothedObjective.advance``).
-   The conjugate gradients are preconditioned by the Hessian's diagonal in the
-   eigenbases of ``L L^T`` and ``G`` (``SmoothedObjective.preconditioner``).
-   Steps are capped at ``max_radius |L|``, so no step lands on ``L = 0``. When the
-   negative eigenvalues of the dual matrix ``G`` dominate the gap for ``saddle_patience``
-   iterations, an escape moves the metrics in ``M``; before every search and escape and at
-   the end of every stage ``L`` is cut to the metrics' rank and a margin
-   (``fast_solver.lmnn.factors``: ``escape``, ``narrowed``).
-4. **Continuation with multiplier updates.** ``gamma`` starts at ``initial_gamma``
-   (several metrics: wider while few triplets are in transition, ``_first_width``)
-   and, whenever the smoothing, not the optimisation, limits the gap, shrinks by
-   ``shrink`` (less when the estimated gap is near the aim, ``_next_width``) while each
-   hinge is shifted by the stage's multipliers
-   (``SmoothedObjective.prior``): ``F_gamma`` is then the augmented Lagrangian of eq. 14
-   and the stages are the method of multipliers with a growing penalty ``mu / gamma``,
-   whose minimisers approach eq. 14's faster than ``gamma`` shrinks. The stage's metric
-   is scored by eq. 14 after an exact search.
-5. **Certified stop.** The smoothing multipliers ``lambda = mu clip(h / gamma, 0, 1)``
-   are dual candidates (their dual matrix is the gradient ``G``); scaled into
-   the dual cone by ``lmnn_sdp.certificates.bounds.dual_lower_bound`` (numpy and scipy only,
-   here in the whitened coordinates) they give a rigorous lower bound, and the
-   best metric's eq. 14 right after an exact search the upper bound.
-   ``converged`` is True only when these prove ``relative_gap <= tol``. The
-   certificate is computed once the estimated gap is within ``prove_within`` tol (after
-   a failed proof, within the aim it set) and the multipliers' sum within tol of the
-   upper bound (no scale or repair proves more): where the scale into the dual cone
-   costs more than tol, ``prove`` also tries the multipliers lowered along the negative
-   eigenvectors of ``Z`` (``bounds.repair_multipliers``). When the estimated gap is below
-   ``unprovable_below`` tol and the certificate still does not prove tol, the solve
-   ends ``stalled``: what the proof loses (its rounding allowances) no longer
-   shrinks with the iterations. Where the optimum is known (``mu = 0``, a zero optimum,
-   a vanishing pull), the solve ends at once (``fast_solver.lmnn.degenerate``).
+   ``fast_solver.lmnn.smoothed`` (eq. 14 with the hinge smoothed over a width ``gamma``) over
+   ``L`` with ``M_w = L^T L``, on the pairs found by an exact impostor search
+   (``fast_solver.lmnn.working_set``). The set is searched again when the metric has moved by
+   ``stale_drift`` (relative, spectral norm) since the last search, and at the end of every
+   stage. Newton's iterations between two searches are kept only if ``F_gamma`` over all
+   triplets fell; otherwise they start again from where they began, on both sets and within a
+   shorter radius (``_Run._retract``).
+3. **Second order.** The Newton iterations are a trust-region method with truncated conjugate
+   gradients and an exact line search along each step (``fast_solver.lmnn.trust_region``,
+   ``SmoothedObjective.ray``): a Hessian-vector product costs one pass over the triplets in
+   transition (``0 < h < gamma``), a point of the line search one pass over the working set
+   without matrix products, and the evaluation at the point it picks reuses its distances
+   (``SmoothedObjective.advance``). The conjugate gradients are preconditioned by the Hessian's
+   diagonal in the eigenbases of ``L L^T`` and ``G`` (``SmoothedObjective.preconditioner``).
+   Steps are capped at ``max_radius |L|``, so no step lands on ``L = 0``. When the negative
+   eigenvalues of the dual matrix ``G`` dominate the gap for ``saddle_patience`` iterations, an
+   escape moves the metrics in ``M``; before every search and escape and at the end of every
+   stage ``L`` is cut to the metrics' rank and a margin (``fast_solver.lmnn.factors``:
+   ``escape``, ``narrowed``).
+4. **Continuation with multiplier updates.** ``gamma`` starts at ``initial_gamma`` (several
+   metrics: wider while few triplets are in transition, ``continuation.first_width``) and,
+   whenever the smoothing, not the optimisation, limits the gap, shrinks by ``shrink`` (less
+   when the estimated gap is near the aim, ``continuation.next_width``) while each hinge is
+   shifted by the stage's multipliers (``SmoothedObjective.prior``): ``F_gamma`` is then the
+   augmented Lagrangian of eq. 14 and the stages are the method of multipliers with a growing
+   penalty ``mu / gamma``, whose minimisers approach eq. 14's faster than ``gamma`` shrinks. The
+   stage's metric is scored by eq. 14 after an exact search.
+5. **Certified stop.** The smoothing multipliers ``lambda = mu clip(h / gamma, 0, 1)`` are dual
+   candidates (their dual matrix is the gradient ``G``); scaled into the dual cone by
+   ``lmnn_sdp.certificates.bounds.dual_lower_bound`` (numpy and scipy only, here in the whitened
+   coordinates) they give a rigorous lower bound, and the best metric's eq. 14 right after an
+   exact search the upper bound. ``converged`` is True only when these prove
+   ``relative_gap <= tol``. The certificate is computed once the estimated gap is within ``prove_within`` tol
+   (after a failed proof, within the aim it set) and the multipliers' sum within tol of the
+   upper bound (no scale or repair proves more): where the scale into the dual cone costs more
+   than tol, ``prove`` also tries the multipliers lowered along the negative eigenvectors of
+   ``Z`` (``bounds.repair_multipliers``). When the estimated gap is below ``unprovable_below``
+   tol and the certificate still does not prove tol, the solve ends ``stalled``: what the proof
+   loses (its rounding allowances) no longer shrinks with the iterations. Where the optimum is
+   known (``mu = 0``, a zero optimum, a vanishing pull), the solve ends at once
+   (``fast_solver.lmnn.degenerate``).
 
-Within a stage the Newton iterations stop when the estimated gap is no longer
-dominated by optimisation error (``gap - comp <= comp / 2``, with ``comp`` the
-complementarity ``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when
-the estimated gap against the best metric so far is below ``tol``; after a failed
-proof, below ``retry_below`` times the estimated gap it failed at, so that the next
-proof has new candidates to try.
+Within a stage the Newton iterations stop when the estimated gap is no longer dominated by
+optimisation error (``gap - comp <= comp / 2``, with ``comp`` the complementarity
+``sum (mu - lambda_t) h_t`` that the smoothing leaves), or when the estimated gap against the best metric so
+far is below ``tol``; after a failed proof, below ``retry_below`` times the estimated gap it
+failed at, so that the next proof has new candidates to try.
 
 The tuned values named here are ``SolverOptions`` (``fast_solver.lmnn.options``); the
-checkpoint's state is ``fast_solver.lmnn.state``. Design note: ``docs/design/fast-lmnn-solver.md``.
+checkpoint's state is ``fast_solver.lmnn.state``. Design note:
+``docs/design/fast-lmnn-solver.md``.
 """
 
 from __future__ import annotations
@@ -82,6 +77,7 @@ from tqdm.auto import tqdm
 
 from fast_solver.checkpoint import Checkpoint, Section
 from fast_solver.lmnn import trust_region
+from fast_solver.lmnn.continuation import first_width, next_width, scaled_bound
 from fast_solver.lmnn.degenerate import known_optimum, without_pull
 from fast_solver.lmnn.factors import escape, gram, narrowed
 from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
@@ -91,11 +87,11 @@ from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective, WorkingSet
 from fast_solver.lmnn.start import starting_factors
 from fast_solver.lmnn.state import Candidate, SolveState, restored, resumed, saved, solve_checkpoint
 from fast_solver.lmnn.working_set import ExactSearch
-from lmnn_sdp.certificates.bounds import largest_feasible_scale, relative_gap
+from lmnn_sdp.certificates.bounds import relative_gap
 from lmnn_sdp.certificates.certificate import Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem
-from lmnn_sdp.core.whitening import ClusterWhitening, Whitening, whiten_clusters
+from lmnn_sdp.core.whitening import ClusterWhitening, whiten_clusters
 
 OPTIONS = SolverOptions()  # the tuned values every solve runs with (``fast_solver.lmnn.options``)
 
@@ -116,12 +112,11 @@ def solve(
 ) -> FastLMNNResult:
     """Minimise the LMNN objective and prove how close the answer is.
 
-    Minimises eq. 14 of Weinberger & Saul (JMLR 2009) over positive semidefinite
-    metrics, or with ``clusters`` the multi-metric objective of sec. 5.2 (eq. 16),
-    by smoothed-hinge continuation with trust-region Newton steps (the module
-    docstring; it replaces the sub-gradient method of Appendix A). The result is
-    ``converged`` only when a rigorous dual lower bound proves the relative gap at
-    most ``tol``.
+    Minimises eq. 14 of Weinberger & Saul (JMLR 2009) over positive semidefinite metrics, or
+    with ``clusters`` the multi-metric objective of sec. 5.2 (eq. 16), by smoothed-hinge
+    continuation with trust-region Newton steps (the module docstring; it replaces the
+    sub-gradient method of Appendix A). The result is ``converged`` only when a rigorous dual
+    lower bound proves the relative gap at most ``tol``.
 
     Parameters
     ----------
@@ -129,19 +124,16 @@ def solve(
         Inputs, labels, target neighbours and ``mu``; with ``problem.clusters``, the
         multi-metric objective (eq. 16).
     M0 : array-like of shape (d, d) or (C, d, d), optional
-        PSD starting metric(s), rescaled for LMNN by its best multiple on a sample
-        (``fast_solver.lmnn.start``). By default the Euclidean metric on the principal
-        directions of the inputs that hold all but 3% of their variance, at least 32 of
-        them, or on all d when that is more than three quarters of them
-        (``start.euclidean_start``).
-        With ``clusters``, every cluster starts at ``M0`` as given (one metric for
-        all, or one each), by default at the LMNN optimum of the same problem
-        (sec. 5.2; a solve of its own, with the same options).
+        PSD starting metric(s), rescaled for LMNN by its best multiple on a sample; by default
+        the Euclidean metric on the principal directions of the inputs that hold all but 3% of
+        their variance, at least 32 of them, or on all d when that is more than three quarters
+        of them (``fast_solver.lmnn.start``). With ``clusters``, every cluster starts at ``M0``
+        as given (one metric for all, or one each), by default at the LMNN optimum of the same
+        problem (sec. 5.2; a solve of its own, with the same options).
     clusters : array-like of int, shape (n,), optional
-        Cluster of each point (``0..C-1``, every cluster used): one metric per
-        cluster (multi-metric LMNN, eq. 16), in place of the problem's own
-        (``problem.with_clusters``). ``None`` solves the problem as it is: LMNN
-        when it has no clusters.
+        Cluster of each point (``0..C-1``, every cluster used): one metric per cluster
+        (multi-metric LMNN, eq. 16), in place of the problem's own (``problem.with_clusters``).
+        ``None`` solves the problem as it is: LMNN when it has no clusters.
     tol : float, default=1e-6
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
     max_iter : int, default=1000
@@ -155,23 +147,21 @@ def solve(
     progress : bool, default=False
         Show a tqdm bar over the Newton iterations.
     checkpoint : str, path-like, Checkpoint, Section or None, default=None
-        File that keeps the solve's state (``fast_solver.checkpoint``), saved at the start
+        File that keeps the solve's state (``fast_solver.lmnn.state``), saved at the start
         of every trust-region Newton call (at most every ``checkpoint_interval`` seconds)
         and at the end. The same call with the same path resumes from the state saved last
-        and ends bit-for-bit as an uninterrupted solve (metric, bounds, counters, stages;
-        timings differ); after the end it returns the same result at once (the certificate
-        is proved again). With ``clusters`` and no ``M0``, the LMNN solve of the start is
-        kept in the same file. A ``Checkpoint`` or ``Section`` (a step of a larger fit, as
-        ``solve_multipass`` passes) is used as given: its file checks kind and fingerprint.
+        and ends bit-for-bit as an uninterrupted solve (timings differ); after the end it
+        returns the same result at once. With ``clusters`` and no ``M0``, the LMNN solve of
+        the start is kept in the same file. A ``Checkpoint`` or ``Section`` (a step of a
+        larger fit, as ``solve_multipass`` passes) is used as given.
     checkpoint_interval : float >= 0, default=60
         Seconds between saves; 0 saves at every restart point.
 
     Returns
     -------
     result : FastLMNNResult
-        The metric (d, d), or one per cluster (C, d, d), with its certificate:
-        ``upper`` (the objective at the metric), ``lower``, ``relative_gap``,
-        ``converged`` and the solver's counters.
+        The metric (d, d), or one per cluster (C, d, d), with its certificate: ``upper`` (the
+        objective at the metric), ``lower``, ``relative_gap``, ``converged`` and the counters.
 
     Raises
     ------
@@ -210,15 +200,6 @@ def solve(
     (True, (3, 4, 4))
     >>> bool(multi.upper <= result.upper)
     True
-
-    A solve with a checkpoint file, run again with the same path once it has ended:
-
-    >>> import tempfile
-    >>> path = tempfile.mkdtemp() + "/lmnn.ckpt"
-    >>> first = solve(problem, checkpoint=path)
-    >>> again = solve(problem, checkpoint=path)
-    >>> bool((again.metric == first.metric).all()), again.n_iter == first.n_iter
-    (True, True)
     """
     _check_options(tol, max_iter, search)
     band = check_band(band)
@@ -239,8 +220,7 @@ def solve(
 
 class _Run:
     """One solve: its whitened space, exact search and options, what it has found so far
-    (``state.SolveState``, saved at its restart points) and the certificate of its best
-    candidates."""
+    (``state.SolveState``, saved at its restart points) and the certificate of its candidates."""
 
     def __init__(self, problem: LMNNProblem, band: float, search: str, tol: float,
                  checkpoint: Checkpoint | Section, options: SolverOptions):
@@ -256,9 +236,10 @@ class _Run:
         result at once when the checkpoint holds its end or the optimum is known
         (``degenerate.known_optimum``)."""
         tree = self.checkpoint.load()
-        if tree is not None and tree["stop"] is not None:  # the solve had ended
+        if tree is not None:
             restored(tree, self.search, self.state)
-            return self._result(tree["stop"], tree["max_iter"])
+            if tree["stop"] is not None:  # the solve had ended
+                return self._result(tree["stop"], tree["max_iter"])
         known = known_optimum(self.problem, self.whitening, L, resumed=tree is not None)
         if known is not None:
             stop, metric = known
@@ -267,9 +248,11 @@ class _Run:
         if tree is None:
             L = narrowed(L, self.options)  # a start of low rank, as the LMNN optimum that starts class metrics
             objective, nit = self._renew(L), 0
-            self.state.gamma = _first_width(objective, L, self.options)
-        else:
-            objective, L, nit = self._resume(tree)
+            self.state.gamma = first_width(objective, L, self.options)
+        else:  # from the restart point saved last
+            ws, L, nit, counts = resumed(tree, self.search)
+            objective = self._objective(ws)
+            objective.n_evaluations, objective.n_hessian_products = counts
         return self._stages(objective, L, nit, max_iter, callback, progress)
 
     def _stages(self, objective: SmoothedObjective, L, nit: int, max_iter: int, callback,
@@ -301,7 +284,7 @@ class _Run:
                 if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
                     state.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = state.prior[1]
-                    state.gamma = _next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
+                    state.gamma = next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
                 nit = 0
             else:
                 return self._result("stages")
@@ -312,14 +295,14 @@ class _Run:
     # -- one stage ------------------------------------------------------------
     def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
         """Newton iterations at ``state.gamma`` (``nit`` spent already): a fresh search whenever
-        the metric leaves the region where the working set is provably complete, an escape
-        step (``factors.escape``) whenever the negative eigenvalues of ``G`` dominate the estimated
+        the metric leaves the region where the working set is provably complete, an escape step
+        (``factors.escape``) whenever the negative eigenvalues of ``G`` dominate the estimated
         gap. The start of every Newton call is a restart point (``state.saved``).
 
-        A Newton call that starts where its set holds every triplet with a loss (``F_gamma``
-        there is its value over all triplets) is kept only if ``F_gamma`` over all triplets,
-        on the set renewed where it ended, is lower. Otherwise the pairs the renewed set
-        added had been left out of its model: it is retracted (``_retract``)."""
+        A Newton call that starts where its set holds every triplet with a loss (``F_gamma`` there
+        is its value over all triplets) is kept only if ``F_gamma`` over all triplets, on the set
+        renewed where it ended, is lower; otherwise the renewed set's new pairs had been left out
+        of its model, and it is retracted (``_retract``)."""
         state, options, gamma = self.state, self.options, self.state.gamma
         while True:
             if self.checkpoint.due():
@@ -358,10 +341,11 @@ class _Run:
         options, shape = self.options, L.shape
         call = _NewtonCall(self, objective, gamma, shape, bar, exact=self._searched_at(objective, L))
         result = trust_region.minimize(
-            call.fun, call.hessp, call.line, L.ravel(),
+            call.fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), call.line, L.ravel(),
             radius=options.initial_radius * np.linalg.norm(L) if radius is None else radius, max_iter=budget,
             stop=call.stop, max_radius=lambda x: options.max_radius * np.linalg.norm(x),
-            preconditioner=call.preconditioner, max_cg=options.max_cg, min_radius_ratio=options.min_radius_ratio)
+            preconditioner=lambda: _flat(objective.preconditioner(), shape),
+            max_cg=options.max_cg, min_radius_ratio=options.min_radius_ratio)
         state = self.state
         state.n_iter += result.nit
         state.n_evaluations += objective.n_evaluations
@@ -371,10 +355,9 @@ class _Run:
         return result.x.reshape(shape), result.nit, call.reason(result.reason)
 
     def _retract(self, renewed: SmoothedObjective, kept: WorkingSet, moved: float) -> SmoothedObjective:
-        """The objective to start again from where the Newton call that moved ``L`` by ``moved``
-        (Frobenius) began on the set ``kept``, complete there: on ``kept`` and the ``renewed`` set
-        together, so the next steps see the pairs that made the last ones fail, within a trust
-        radius of ``retreat moved``."""
+        """The objective to start again where the Newton call that moved ``L`` by ``moved`` began on
+        the set ``kept``, complete there: on ``kept`` and the ``renewed`` set together, so the next
+        steps see the pairs that made the last ones fail, within a trust radius ``retreat moved``."""
         renewed.release()
         both = WorkingSet.from_pairs(np.concatenate([kept.owner, renewed.ws.owner]),
                                      np.concatenate([kept.impostors, renewed.ws.impostors]), len(kept.ptr) - 1)
@@ -413,11 +396,8 @@ class _Run:
 
     # -- bounds and the proof -------------------------------------------------
     def _scaled_bound(self, ev: Evaluation) -> float:
-        """``alpha sum(lambda)`` in whitened coordinates, ``alpha`` the smallest over the
-        clusters: the estimate that steers the stages."""
-        alpha = min(_feasible_scale(self.problem.mu, space, G)
-                    for space, G in zip(self.whitening.spaces, ev.dual_matrix))
-        return alpha * ev.multiplier_sum
+        """The lower bound that steers the stages (``continuation.scaled_bound``)."""
+        return scaled_bound(self.problem.mu, self.whitening, ev)
 
     def _offer_lower(self, objective: SmoothedObjective, ev: Evaluation) -> None:
         estimate = self._scaled_bound(ev)
@@ -441,18 +421,16 @@ class _Run:
         return relative_gap(self.state.upper.value, self.state.lower.value)
 
     def _provable(self) -> bool:
-        """False when the certificate of the candidates cannot prove tol: neither its scales
-        into the dual cone nor its repair raise the bound above the sum of the multipliers, and
-        its upper bound is eq. 14 at the same metric (the margin covers the rounding between
-        the whitened and the input coordinates)."""
+        """False when the certificate of the candidates cannot prove tol: neither its scales into
+        the dual cone nor its repair raise the bound above the multipliers' sum, and its upper bound
+        is eq. 14 at the same metric (the margin covers the rounding between the coordinates)."""
         reach = float(np.clip(self.state.lower.multipliers, 0.0, self.problem.mu).sum())
         return relative_gap(self.state.upper.value, reach) <= self.tol * (1.0 + self.options.provable_margin)
 
     def _certificate(self) -> Certificate:
-        """The rigorous certificate of the best metric and the best multipliers
-        (``lmnn_sdp.certificates.prove``): eq. 14 evaluated anew on the inputs with its
-        rounding bound, the lower bound proved in the sphered data range. Proved once for
-        each pair of candidates (they are replaced, never changed, when a better one comes)."""
+        """The rigorous certificate of the best metric and multipliers (``certificates.prove``):
+        eq. 14 evaluated anew on the inputs with its rounding bound, the lower bound proved in the
+        sphered data range; once for each pair of candidates (replaced, never changed)."""
         upper, lower = self.state.upper, self.state.lower
         if self._proved_for is not None and all(a is b for a, b in zip(self._proved_for, (upper, lower))):
             return self.certificate
@@ -469,15 +447,6 @@ class _Run:
         return self.certificate
 
     # -- the record and the result --------------------------------------------
-    def _resume(self, tree: dict):
-        """The objective, ``L`` and ``nit`` to resume ``_stage`` with from a restart point
-        (``state.saved``), the run's state restored."""
-        restored(tree, self.search, self.state)
-        ws, L, nit, (n_evaluations, n_hessian_products) = resumed(tree, self.search)
-        objective = self._objective(ws)
-        objective.n_evaluations, objective.n_hessian_products = n_evaluations, n_hessian_products
-        return objective, L, nit
-
     def _record(self, gamma, nit, ev, ev_0, stop, callback) -> None:
         state = self.state
         stage = Stage(stage=len(state.stages), gamma=gamma, newton_iterations=nit, stop=stop,
@@ -525,8 +494,7 @@ class _NewtonCall:
     stale: bool = False  # the metric has drifted by ``stale_drift`` since the last search
 
     def fun(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """``F_gamma`` and its gradient at ``x``: at the line search's last point when ``x`` is
-        where it led (``SmoothedObjective.advance``), else evaluated anew."""
+        """``F_gamma`` and its gradient at ``x``, reusing the line search's last point there."""
         t, self.moved = self.moved, None
         ev = self.objective.advance(t) if t is not None else self.objective.current
         if ev is None or ev.gamma != self.gamma or not np.array_equal(ev.L.ravel(), x):
@@ -536,24 +504,14 @@ class _NewtonCall:
             self.run._offer_upper(self.objective, ev, gram(ev.L))
         return ev.value, ev.gradient.ravel()
 
-    def hessp(self, v: np.ndarray) -> np.ndarray:
-        return self.objective.hessian_product(v.reshape(self.shape)).ravel()
-
     def line(self, p: np.ndarray, t_max: float) -> tuple[float, float]:
-        """The exact line search along ``p`` (``SmoothedObjective.ray``)."""
         t, change = ray_minimum(self.objective.ray(p.reshape(self.shape)), 1.0, t_max)
         self.moved = t if change < 0.0 else None  # ``minimize`` then moves to ``x + t p``
         return t, change
 
-    def preconditioner(self):
-        apply = self.objective.preconditioner()
-        return lambda v: apply(v.reshape(self.shape)).ravel()
-
     def stop(self, x: np.ndarray) -> bool:
-        """The stage's rule after every step (module docstring): optimisation error no longer
-        dominates the estimated gap, or the best metric's gap is within the aim; a drift that
-        calls for a new search (``stale``); or ``saddle_patience`` iterations whose gap the
-        scale into the dual cone dominates (``saddle``, then an escape)."""
+        """The stage's rule after every step (the module docstring's last paragraph), a drift
+        that calls for a search (``stale``) or a gap that calls for an escape (``saddle``)."""
         self.bar.update(1)
         run, ev = self.run, self.objective.current
         bound = run._scaled_bound(ev)
@@ -578,55 +536,9 @@ class _NewtonCall:
         return reason
 
 
-def _next_width(gamma: float, gap: float, aim: float, shrink: float) -> float:
-    """The next stage's width after a stage at ``gamma`` that ended at the estimated relative
-    ``gap`` above ``aim``: ``gamma max(shrink, sqrt(aim / (2 gap)))``, and ``gamma shrink``
-    when the gap is already within the aim (what is left to prove is not the smoothing).
-    With the multipliers carried over, the gap at a stage's end fell faster than ``gamma^2``
-    in the measured solves; so a stage that ends just above the aim needs a shrink to about
-    half of it, not a whole factor ``shrink`` whose narrower Hessian costs a stage of
-    Newton iterations (design note, "Multi-metric LMNN at image scale").
-
-    Examples
-    --------
-    >>> round(_next_width(0.03, 1.21e-4, 1e-4, 0.3) / 0.03, 3)
-    0.643
-    >>> _next_width(0.1, 0.05, 1e-4, 0.3) == 0.1 * 0.3
-    True
-    """
-    if not gap > aim:
-        return gamma * shrink
-    return gamma * max(shrink, float(np.sqrt(aim / (2.0 * gap))))
-
-
-def _first_width(objective: SmoothedObjective, L: np.ndarray, options: SolverOptions) -> float:
-    """The first stage's width: ``initial_gamma``, and for several metrics (``L`` (C, r, r),
-    C > 1) widened by ``1 / shrink`` (at most ``max_widenings`` times) while fewer triplets
-    are in transition at ``L`` than ``L`` has entries. The Hessian of ``F_gamma`` has curvature
-    only along the triplets in transition (``0 < h < gamma``) and ``G``; each class metric
-    keeps the parameters of one metric but sees only its cluster's triplets, so with too few
-    in transition the conjugate gradients meet the trust radius after a few products and the
-    Newton steps are little more than gradient steps. One metric starts at ``initial_gamma``:
-    widened, it took as many iterations or more (design note, "Multi-metric LMNN at image
-    scale")."""
-    gamma = options.initial_gamma
-    for _ in range(options.max_widenings if len(L) > 1 else 0):
-        if objective.evaluate(L, gamma).n_transition >= L.size:
-            break
-        gamma /= options.shrink
-    return gamma
-
-
-def _feasible_scale(mu: float, space: Whitening, G: np.ndarray) -> float:
-    """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD on the range
-    of one cluster's pull matrix ``P`` (whitened, ``G`` of shape (r, r)):
-    ``bounds.largest_feasible_scale`` with ``A = (1 - mu) P`` and ``Q = A - G``."""
-    m = space.pull_rank
-    G = G[:m, :m]
-    if np.linalg.eigvalsh(G)[0] >= 0:
-        return 1.0
-    A = (1.0 - mu) * space.pull[:m, :m]
-    return largest_feasible_scale(A, A - G)
+def _flat(apply, shape):
+    """``apply`` on arrays of ``shape`` as a function of flat vectors."""
+    return lambda v: apply(v.reshape(shape)).ravel()
 
 
 def _check_options(tol, max_iter, search) -> None:

@@ -8,6 +8,20 @@ candidates, the stages and the counters. ``SolveState`` holds what the solver ch
 goes; ``saved`` and ``restored`` turn it into the checkpoint's tree and back, and
 ``solve_fingerprint`` ties a file to the inputs and options it was written for. The
 certificate is not saved: ``prove`` is deterministic, so it is proved again when asked.
+
+A solve with a checkpoint file, run again with the same path once it has ended:
+
+>>> import tempfile
+>>> from sklearn.datasets import load_iris
+>>> from lmnn_sdp import LMNNProblem
+>>> from fast_solver import solve
+>>> X, y = load_iris(return_X_y=True)
+>>> problem = LMNNProblem(X[::5], y[::5], k=3, mu=0.5)
+>>> path = tempfile.mkdtemp() + "/lmnn.ckpt"
+>>> first = solve(problem, checkpoint=path)
+>>> again = solve(problem, checkpoint=path)
+>>> bool((again.metric == first.metric).all()), again.n_iter == first.n_iter
+(True, True)
 """
 
 from __future__ import annotations
@@ -120,7 +134,7 @@ def saved(state: SolveState, search: ExactSearch, stop: str | None, *, objective
 
 def restored(tree: dict, search: ExactSearch, state: SolveState) -> SolveState:
     """``state`` continued from ``saved``'s ``tree``, and ``search`` with it; at a restart point
-    also the stage's width, aim, multipliers and retreat (``resumed`` gives the rest)."""
+    also the stage's width, aim, multipliers and retreat (``resumed`` gives where to resume)."""
     state.upper, state.lower = Candidate(**tree["upper"]), Candidate(**tree["lower"])
     state.stages = [Stage(**stage) for stage in tree["stages"]]
     state.upper_path = [tuple(point) for point in tree["upper_path"]]
