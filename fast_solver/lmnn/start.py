@@ -29,40 +29,6 @@ from lmnn_sdp.core.psd import check_psd
 from lmnn_sdp.core.whitening import ClusterWhitening
 
 
-def best_scale(problem: LMNNProblem, M: np.ndarray, options: SolverOptions = SolverOptions()) -> float:
-    """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero,
-    the metric of a problem with one cluster.
-
-    Each anchor's distances to the other classes are sorted once, with prefix
-    sums, so ``e(s)`` costs a binary search per target pair."""
-    Xc = problem.X_centered
-    n = problem.n_samples
-    anchors = np.unique(np.linspace(0, n - 1, min(options.anchors, n)).astype(np.intp))
-    target_d = problem.target_distances(M[None])
-    unit = n * problem.k / max(float(target_d.sum()), np.finfo(float).tiny)
-    XM = Xc @ M
-    sq = np.einsum("nd,nd->n", XM, Xc)
-    D = sq[anchors, None] + sq[None, :] - 2.0 * (XM[anchors] @ Xc.T)
-    D[problem.label_codes[None, :] == problem.label_codes[anchors, None]] = np.inf
-    D.sort(axis=1)  # other classes first, ascending; inf for the own class
-    prefix = np.cumsum(np.where(np.isfinite(D), D, 0.0), axis=1)
-    anchor_d = target_d[anchors]
-
-    def sampled(log_s: float) -> float:
-        s = np.exp(log_s)
-        push = 0.0
-        for row, (distances, sums) in enumerate(zip(D, prefix)):
-            counts = np.searchsorted(distances, anchor_d[row] + 1.0 / s)  # hinge > 0 below this
-            within = np.where(counts > 0, sums[np.maximum(counts - 1, 0)], 0.0)
-            push += float(np.sum(counts * (1.0 + s * anchor_d[row]) - s * within))
-        return (1.0 - problem.mu) * s * float(anchor_d.sum()) + problem.mu * push
-
-    log_s, _ = golden_section(sampled, np.log(unit / options.scale_range),
-                              np.log(unit * options.scale_range), options.search_steps)
-    return float(np.exp(log_s))
-
-
-
 def starting_factors(problem: LMNNProblem, whitening: ClusterWhitening, M0,
                      options: SolverOptions) -> np.ndarray:
     """``L`` (C, r, r) of the starting metrics in whitened coordinates (``solve``'s ``M0``,
@@ -96,3 +62,36 @@ def euclidean_start(problem: LMNNProblem, options: SolverOptions) -> np.ndarray:
     if q > options.narrow_below * d:
         return np.eye(d)
     return U[:, :q] @ U[:, :q].T
+
+
+def best_scale(problem: LMNNProblem, M: np.ndarray, options: SolverOptions = SolverOptions()) -> float:
+    """The ``s > 0`` minimising the sampled eq. 14 of ``s M`` (module docstring); M (d, d) PSD, non-zero,
+    the metric of a problem with one cluster.
+
+    Each anchor's distances to the other classes are sorted once, with prefix
+    sums, so ``e(s)`` costs a binary search per target pair."""
+    Xc = problem.X_centered
+    n = problem.n_samples
+    anchors = np.unique(np.linspace(0, n - 1, min(options.anchors, n)).astype(np.intp))
+    target_d = problem.target_distances(M[None])
+    unit = n * problem.k / max(float(target_d.sum()), np.finfo(float).tiny)
+    XM = Xc @ M
+    sq = np.einsum("nd,nd->n", XM, Xc)
+    D = sq[anchors, None] + sq[None, :] - 2.0 * (XM[anchors] @ Xc.T)
+    D[problem.label_codes[None, :] == problem.label_codes[anchors, None]] = np.inf
+    D.sort(axis=1)  # other classes first, ascending; inf for the own class
+    prefix = np.cumsum(np.where(np.isfinite(D), D, 0.0), axis=1)
+    anchor_d = target_d[anchors]
+
+    def sampled(log_s: float) -> float:
+        s = np.exp(log_s)
+        push = 0.0
+        for row, (distances, sums) in enumerate(zip(D, prefix)):
+            counts = np.searchsorted(distances, anchor_d[row] + 1.0 / s)  # hinge > 0 below this
+            within = np.where(counts > 0, sums[np.maximum(counts - 1, 0)], 0.0)
+            push += float(np.sum(counts * (1.0 + s * anchor_d[row]) - s * within))
+        return (1.0 - problem.mu) * s * float(anchor_d.sum()) + problem.mu * push
+
+    log_s, _ = golden_section(sampled, np.log(unit / options.scale_range),
+                              np.log(unit * options.scale_range), options.search_steps)
+    return float(np.exp(log_s))
