@@ -26,7 +26,7 @@ from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.psd import project_psd, psd_factor
 
 
-def escape(objective: SmoothedObjective) -> np.ndarray:
+def escape(objective: SmoothedObjective) -> np.ndarray | None:
     """A step in ``M`` at the objective's last evaluated point (where Newton's iterations
     stopped): move each ``M_c`` along ``D_c = P_S(-G_c)``; the new ``L``, or None when nothing
     decreases ``F_gamma``.

@@ -2,9 +2,11 @@
 
 ``fast_solver.solve`` runs with ``SolverOptions()``: every value below was measured, and
 each note says what it trades. What was tried instead, and what it cost, is in the design
-note ``docs/design/fast-lmnn-solver.md`` (the sections named in brackets). Block sizes and
-thread thresholds, which change the time but not the iterates' meaning, stay in the modules
-that use them (``impostors``, ``energy``, ``compiled``, ``smoothed``).
+note ``docs/design/fast-lmnn-solver.md`` (the sections named in brackets). What only picks a
+path by size stays in the module that uses it: block sizes and thread thresholds (``impostors``,
+``energy``, ``compiled``, ``smoothed``) and the largest rank searched by ball trees
+(``impostors.BALLTREE_MAX_RANK``); so do the checkpoint's version (``state.ITERATIONS``) and
+multi-pass LMNN's rounding tolerances (``multipass``).
 """
 
 from __future__ import annotations
