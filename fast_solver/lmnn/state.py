@@ -37,7 +37,7 @@ from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.core.problem import LMNNProblem
 
-ITERATIONS = 15  # version of the iterations a checkpoint replays, in its fingerprint (history: CHANGELOG.md)
+ITERATIONS = 15  # version of the iterations a checkpoint replays, in its fingerprint (history: the design note)
 
 
 @dataclass
@@ -132,9 +132,9 @@ def saved(state: SolveState, search: ExactSearch, stop: str | None, *, objective
     return tree
 
 
-def restored(tree: dict, search: ExactSearch, state: SolveState) -> SolveState:
-    """``state`` continued from ``saved``'s ``tree``, and ``search`` with it; at a restart point
-    also the stage's width, aim, multipliers and retreat (``resumed`` gives where to resume)."""
+def restored(tree: dict, search: ExactSearch, state: SolveState) -> None:
+    """Continue ``state`` and ``search`` from ``saved``'s ``tree``; at a restart point also the
+    stage's width, aim, multipliers and retreat (``resumed`` gives where to resume)."""
     state.upper, state.lower = Candidate(**tree["upper"]), Candidate(**tree["lower"])
     state.stages = [Stage(**stage) for stage in tree["stages"]]
     state.upper_path = [tuple(point) for point in tree["upper_path"]]
@@ -145,7 +145,6 @@ def restored(tree: dict, search: ExactSearch, state: SolveState) -> SolveState:
     if tree["stop"] is None:
         search.restore(tree["search"])
         state.gamma, state.aim, state.prior, state.retreat = tree["gamma"], tree["aim"], tree["prior"], tree["retreat"]
-    return state
 
 
 def resumed(tree: dict, search: ExactSearch) -> tuple[WorkingSet, np.ndarray, int, tuple[int, int]]:
