@@ -20,7 +20,8 @@ from fast_solver._base import CHECKPOINT_PARAMETERS, fitted_inputs
 from fast_solver.checkpoint import as_checkpoint
 from fast_solver.lmnn.estimator import labelled_problem, seeded, stage_table, warn_unless_converged
 from fast_solver.lmnn.impostors import SEARCH_METHODS
-from fast_solver.lmnn.solver import solve, solve_fingerprint
+from fast_solver.lmnn.solver import solve
+from fast_solver.lmnn.state import solve_fingerprint
 from lmnn_sdp.core.pair_search import BLOCK_BYTES
 from lmnn_sdp.core.psd import psd_factor
 

@@ -41,7 +41,8 @@ from fast_solver.checkpoint import as_checkpoint
 from fast_solver.lmnn.estimator import labelled_problem
 from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.lmnn.result import FastLMNNResult
-from fast_solver.lmnn.solver import solve, solve_fingerprint
+from fast_solver.lmnn.solver import solve
+from fast_solver.lmnn.state import solve_fingerprint
 from lmnn_sdp.core.pair_search import nearest_same_class
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor

@@ -1,4 +1,5 @@
-"""What ``fast_solver.solve`` returns, in the manner of SciPy's ``OptimizeResult``."""
+"""What ``fast_solver.solve`` returns, in the manner of SciPy's ``OptimizeResult``, and the
+status and message that say why it stopped."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class FastLMNNResult(CertifiedResult):
         (at the start, after every search within a stage, and at the end of every stage).
     timings : dict of str to float
         Seconds in ``search``, ``newton``, ``escape`` (the line searches in ``M`` of
-        ``solver._escape``), ``bounds`` and ``total``.
+        ``factors.escape``), ``bounds`` and ``total``.
 
     Examples
     --------
@@ -156,3 +158,70 @@ class FastLMNNResult(CertifiedResult):
                 f"n_iter={self.n_iter}, stages={self.n_stages}, searches={self.n_searches}, "
                 f"active={self.n_active}, time={self.timings.get('total', float('nan')):.3g} s, "
                 f"message={self.message!r})")
+
+
+def solve_status(certificate: Certificate, stop: str) -> str:
+    """``FastLMNNResult.status`` of a solve that ended by ``stop``: the certificate alone
+    decides ``converged``."""
+    return CONVERGED if certificate.certified else MAX_ITER if stop == "max_iter" else STALLED
+
+
+def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_stages: int,
+                  estimated_gap: float, tol: float) -> str:
+    """``FastLMNNResult.message`` of a solve that ended by ``stop`` ("mu=0", "proved",
+    "max_iter", "stages", "unprovable" or "zero", ``fast_solver.lmnn.solver._Run._result``),
+    with ``estimated_gap`` its own estimate of the gap at the end."""
+    if certificate.certified:
+        return "converged: " + {"mu=0": "mu = 0, so M = 0 is optimal",
+                                "proved": "the certified gap is below tol",
+                                "max_iter": "the certified gap is below tol (proved at the iteration limit)",
+                                "zero": f"eq. 14's optimum is 0 ({ZERO_OPTIMUM}), and the metric attains "
+                                        f"eq. 14 = {certificate.upper:.3g} +- {certificate.upper_error:.3g}, "
+                                        f"within atol={certificate.atol:g} of it"}[stop]
+    if stop == "zero":
+        return (f"not converged: eq. 14's optimum is 0 ({ZERO_OPTIMUM}); the metric attains eq. 14 = "
+                f"{certificate.upper:.3g} +- {certificate.upper_error:.3g} in float64, more than "
+                f"atol={certificate.atol:g} with its rounding, and no relative gap is proved at an optimum of 0")
+    if stop == "max_iter":
+        message = f"not converged: max_iter={max_iter} Newton iterations spent before the certified gap reached tol"
+    elif stop == "stages":
+        message = f"not converged: {max_stages} stages ended before the certified gap reached tol"
+    else:
+        message = (f"not converged: the estimated gap {estimated_gap:.2g} is below tol, but the "
+                   f"certificate proves only {certificate.relative_gap:.3g}")
+        if certificate.dual_scale is not None and 1.0 - certificate.dual_scale > tol / 2:
+            message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
+                        "float64 rounding allowance grows with the number of points)")
+    return message + _what_kept_the_proof(certificate, tol)
+
+
+def without_pull_message(certificate: Certificate) -> str:
+    """The message of a solve whose points all coincide with their target neighbours
+    (``fast_solver.lmnn.degenerate.without_pull``)."""
+    why = ("every point coincides with its target neighbours, so eq. 14 is minimised by any "
+           "metric that puts the impostors that differ from their point beyond the margin")
+    if certificate.certified:
+        return f"converged: {why}"
+    return f"not converged: {why}; {certificate.refused or 'the gap in float64 is above tol'}"
+
+
+ZERO_OPTIMUM = ("every impostor has a component on the null space of its cluster's pull matrix, as when "
+                "the points are fewer than the features, where the metric puts it beyond the margin and "
+                "leaves every target distance at 0")
+
+
+def _what_kept_the_proof(certificate: Certificate, tol: float) -> str:
+    """What kept ``certificate`` from proving more than it does, for a message."""
+    if certificate.refused:
+        message = f"; {certificate.refused}"
+    elif certificate.upper_error > tol * certificate.upper:
+        top = np.linalg.eigvalsh(certificate.metric)[..., -1].max()
+        message = (f"; eq. 14 at the metric is known only to +-{certificate.upper_error:.3g} in "
+                   f"float64 (its largest eigenvalue is {top:.3g})")
+    else:
+        message = ""
+    if certificate.singular_clusters:
+        message += ("; the pull matrix is singular on the data range (target neighbours "
+                    "coincide along some directions, as with duplicated points or binary "
+                    "features), where the bound sets impostor multipliers to 0, so it is weak")
+    return message

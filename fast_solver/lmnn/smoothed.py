@@ -23,7 +23,7 @@ Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
-cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.solver._narrowed``). In ``L``
+cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.factors.narrowed``). In ``L``
 the gradient is ``2 L G``, and the Hessian applied to a direction ``V`` (p, r) is
 ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L> (C_ij - C_il)`` over
 the triplets in transition (``0 < lambda_t < mu``), with ``L S = (X^T Lap Z)^T`` formed from
@@ -50,13 +50,11 @@ import numpy as np
 
 from fast_solver.lmnn import compiled
 from fast_solver.lmnn.impostors import cross_product, in_chunks, map_clusters, pair_keys
+from fast_solver.lmnn.options import SolverOptions
 from lmnn_sdp.core.whitening import ClusterWhitening
 
-PRECONDITION_FLOOR = 1e-3  # relative floor of the preconditioner's diagonal
-PRECONDITION_SAMPLE = 2000  # transition triplets that estimate the diagonal
 COMPILED_COORDINATES = 32  # with several clusters of up to this many coordinates, compiled loops beat BLAS
 CROSS_BLOCK = 2048  # rows a block of ``compiled.block_cross``
-RAY_REACH = 4.0  # a ray sorts its triplets by the hinge's pieces on [0, RAY_REACH t] (``ray``)
 
 
 def compact_index(size: int) -> type:
@@ -247,7 +245,8 @@ class SmoothedObjective:
     """
 
     def __init__(self, whitening: ClusterWhitening, targets: np.ndarray, mu: float,
-                 working_set: WorkingSet):
+                 working_set: WorkingSet, options: SolverOptions = SolverOptions()):
+        self.options = options  # ``precondition_floor``, ``precondition_sample``, ``ray_reach``
         self.X = whitening.inputs
         self.clusters = whitening.clusters
         self.targets = np.ascontiguousarray(targets, dtype=np.intp)
@@ -363,7 +362,7 @@ class SmoothedObjective:
         For ``E = u_a q_b^T`` the Hessian's diagonal is ``2 lambda_b + 4 (mu / gamma) sum_t
         (u_a^T L C_t q_b)^2`` (``2 V G`` is diagonal in that basis; the sum runs over the
         triplets in transition, ``C_t = a a^T - b b^T`` with ``a = x_i - x_j``, ``b = x_i - x_l``);
-        ``lambda`` below 0 counts as 0, and entries below ``PRECONDITION_FLOOR`` of the largest
+        ``lambda`` below 0 counts as 0, and entries below ``precondition_floor`` of the largest
         are raised to it; a cluster whose diagonal vanishes (a collapsed metric, no triplet in
         transition) is left unscaled. The sum over triplets is formed in float32.
 
@@ -379,7 +378,7 @@ class SmoothedObjective:
         for (_, _, lam), D in zip(bases, diagonal):
             scale = 2.0 * np.maximum(lam, 0.0)[None, :] + D
             top = scale.max()
-            inverse.append(1.0 / np.maximum(scale, PRECONDITION_FLOOR * top) if top > 0.0 else np.ones_like(scale))
+            inverse.append(1.0 / np.maximum(scale, self.options.precondition_floor * top) if top > 0.0 else np.ones_like(scale))
         U, Q, inverse = np.stack([U for U, _, _ in bases]), np.stack([Q for _, Q, _ in bases]), np.stack(inverse)
         Ut, Qt = U.transpose(0, 2, 1), Q.transpose(0, 2, 1)
 
@@ -396,9 +395,10 @@ class SmoothedObjective:
             return out
         t = self._transition_triplets()
         weight = 1.0
-        if len(t) > PRECONDITION_SAMPLE:  # an unbiased estimate from evenly spaced triplets
-            weight = len(t) / PRECONDITION_SAMPLE
-            t = t[np.linspace(0, len(t) - 1, PRECONDITION_SAMPLE).astype(np.intp)]
+        sample = self.options.precondition_sample
+        if len(t) > sample:  # an unbiased estimate from evenly spaced triplets
+            weight = len(t) / sample
+            t = t[np.linspace(0, len(t) - 1, sample).astype(np.intp)]
         X = self._inputs32()  # a preconditioner needs no more than float32
         for chunk in np.array_split(np.arange(len(t)), max(1, len(t) // 20_000)):
             i, j, l = t[chunk].T
@@ -434,7 +434,7 @@ class SmoothedObjective:
 
         Every distance is a polynomial in ``t`` (``zz + 2 t zy + t^2 yy``, or ``zz + t yy``
         along the metric), so its coefficients are formed once and no ``t`` needs a matrix
-        product. On a reach ``[0, RAY_REACH t]`` (formed at the first ``t`` beyond the last
+        product. On a reach ``[0, ray_reach t]`` (formed at the first ``t`` beyond the last
         reach) the triplets are sorted by the hinge's pieces they meet
         (``compiled.ray_pieces``): those on its zero or its linear piece throughout are summed
         once as polynomials, so a ``t`` passes only over the triplets near a kink. The change
@@ -492,7 +492,7 @@ class SmoothedObjective:
             t = float(t)
             if t > reach[0]:
                 reach[1] = None  # the last reach's arrays go before the next's are formed
-                reach[:] = RAY_REACH * t, pieces(RAY_REACH * t)
+                reach[:] = self.options.ray_reach * t, pieces(self.options.ray_reach * t)
             (lin_beta, lin_kappa), h0, beta, kappa = reach[1]
             lin, q = (0.0, t) if metric else (2.0 * t, t * t)
             kinks = compiled.kink_change(h0, beta, kappa, lin, q, ev.gamma)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MAX_CG = 250
-MIN_RADIUS_RATIO = 1e-14
+from fast_solver.lmnn.options import SolverOptions
 
 
 @dataclass
@@ -38,7 +37,9 @@ class TrustRegionResult:
 def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, radius: float,
              max_iter: int, stop: Callable[[np.ndarray], bool],
              max_radius: Callable[[np.ndarray], float],
-             preconditioner: Callable[[], Callable] | None = None) -> TrustRegionResult:
+             preconditioner: Callable[[], Callable] | None = None,
+             max_cg: int = SolverOptions.max_cg,
+             min_radius_ratio: float = SolverOptions.min_radius_ratio) -> TrustRegionResult:
     """Trust-region Newton-CG with a line search from ``x0``.
 
     Parameters
@@ -64,6 +65,10 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         ``preconditioner() -> apply`` at the point of the last ``fun`` call, ``apply(r)`` an
         approximate ``H(x)^-1 r`` (symmetric positive definite): conjugate gradients are
         preconditioned by it (the radius stays Euclidean).
+    max_cg : int, default=SolverOptions.max_cg
+        Conjugate-gradient steps of one Newton step at most.
+    min_radius_ratio : float, default=SolverOptions.min_radius_ratio
+        Radius, relative to ``max(|x|, 1)``, at which the trust region has collapsed.
 
     Radius: a quarter after a search that found no decrease; ``max(2 t |p|, radius / 10)``
     after a multiple ``t < 1/2``; ``min(2 max(radius, t |p|), max_radius)`` after a
@@ -76,14 +81,14 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
         if g_norm == 0.0:
             return TrustRegionResult(x, nit - 1, "stationary")
         apply = preconditioner() if preconditioner is not None else None
-        step, at_boundary = _steihaug(grad, hessp, radius, min(0.5, np.sqrt(g_norm)) * g_norm, apply)
+        step, at_boundary = _steihaug(grad, hessp, radius, min(0.5, np.sqrt(g_norm)) * g_norm, max_cg, apply)
         length = np.linalg.norm(step)
         if length == 0.0:  # a radius of 0: no step to search along
             return TrustRegionResult(x, nit - 1, "radius")
         t, change = line(step, max_radius(x) / length)
         if not change < 0.0:
             radius *= 0.25
-            if radius <= MIN_RADIUS_RATIO * max(np.linalg.norm(x), 1.0):
+            if radius <= min_radius_ratio * max(np.linalg.norm(x), 1.0):
                 return TrustRegionResult(x, nit, "radius")
             continue
         x = x + t * step
@@ -97,10 +102,11 @@ def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, rad
     return TrustRegionResult(x, max_iter, "budget")
 
 
-def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float,
+def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float, max_cg: int,
               apply: Callable | None = None):
     """Approximate minimiser of ``g.p + p.H p / 2`` over ``|p| <= radius``, by conjugate
-    gradients preconditioned by ``apply`` (an approximate ``H^-1``) when given.
+    gradients preconditioned by ``apply`` (an approximate ``H^-1``) when given, at most ``max_cg``
+    steps.
 
     The model decreases along every conjugate direction up to its minimiser, so a step cut at
     the (Euclidean) boundary still decreases it. Returns the step and whether it lies on
@@ -111,7 +117,7 @@ def _steihaug(grad: np.ndarray, hessp: Callable, radius: float, tolerance: float
     z = apply(residual)
     direction = -z
     rr = residual @ z
-    for _ in range(MAX_CG):
+    for _ in range(max_cg):
         Hd = hessp(direction)
         curvature = direction @ Hd
         if curvature <= 0:

@@ -10,7 +10,7 @@ from sklearn.datasets import load_iris
 from fast_solver import LMNN, MultiMetricLMNN, MultiPassLMNN, solve, solve_multipass
 from fast_solver.checkpoint import Checkpoint, CheckpointError
 from fast_solver.lmnn import solver
-from fast_solver.lmnn.solver import solve_fingerprint
+from fast_solver.lmnn.state import solve_fingerprint
 from lmnn_sdp import LMNNProblem
 
 X, Y = load_iris(return_X_y=True)

@@ -5,6 +5,7 @@ shifted by prior multipliers."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -241,11 +242,10 @@ def test_the_preconditioner_inverts_the_hessian_diagonal_in_the_eigenbases(setti
     the diagonal of the Hessian there, formed by Hessian products on the basis matrices
     (with ``G``'s negative eigenvalues counted as 0), inverts it; and it is symmetric positive
     definite."""
-    from fast_solver.lmnn import smoothed
-
-    monkeypatch.setattr(smoothed, "PRECONDITION_FLOOR", 0.0)
-    monkeypatch.setattr(smoothed, "PRECONDITION_SAMPLE", 10**9)  # every triplet: the exact diagonal
     *_, objective, L = setting
+    # every triplet, no floor: the exact diagonal
+    monkeypatch.setattr(objective, "options", replace(objective.options, precondition_floor=0.0,
+                                                      precondition_sample=10**9))
     ev = objective.evaluate(L, gamma)
     assert ev.n_transition > 0
     apply = objective.preconditioner()
@@ -265,13 +265,12 @@ def test_the_preconditioner_inverts_the_hessian_diagonal_in_the_eigenbases(setti
 
 def test_the_preconditioner_samples_many_transition_triplets_evenly(setting, monkeypatch):
     """With fewer samples than triplets the diagonal is an estimate, scaled to the whole sum."""
-    from fast_solver.lmnn import smoothed
-
     *_, objective, L = setting
     objective.evaluate(L, 1.0)
     bases = [(np.linalg.eigh(Lc @ Lc.T)[1], np.linalg.eigh(G)[1]) for Lc, G in zip(L, objective.current.dual_matrix)]
     exact = objective._hinge_curvature(bases)
-    monkeypatch.setattr(smoothed, "PRECONDITION_SAMPLE", objective.current.n_transition // 3)
+    monkeypatch.setattr(objective, "options",
+                        replace(objective.options, precondition_sample=objective.current.n_transition // 3))
     sampled = objective._hinge_curvature(bases)
     assert not np.allclose(sampled, exact)
     assert sampled.sum() == pytest.approx(exact.sum(), rel=0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,8 @@ from sklearn.datasets import load_iris, load_wine, make_blobs
 import fast_solver
 from fast_solver import solve
 from fast_solver.lmnn import solver
-from fast_solver.lmnn.start import best_scale
+from fast_solver.lmnn.factors import narrowed
+from fast_solver.lmnn.start import best_scale, euclidean_start
 from lmnn_sdp import LMNNProblem, solve_lmnn
 from lmnn_sdp.certificates.bounds import dual_lower_bound
 
@@ -228,7 +230,7 @@ def test_fewer_points_than_features_end_at_once_at_the_zero_optimum(clusters):
 
 def test_a_solve_that_runs_out_of_stages_says_so(monkeypatch):
     X, y = load_iris(return_X_y=True)
-    monkeypatch.setattr(solver, "MAX_STAGES", 2)
+    monkeypatch.setattr(solver, "OPTIONS", replace(solver.OPTIONS, max_stages=2))
     r = solve(LMNNProblem(X[::3], y[::3], k=3, mu=0.5), tol=1e-9)
     assert len(r.stages) == 2 and r.n_iter < 1000
     assert r.status == "stalled" and r.message.startswith("not converged: 2 stages ended")
@@ -298,7 +300,7 @@ def test_only_multipliers_that_can_reach_tol_are_proved(iris, monkeypatch):
     monkeypatch.setattr(solver, "prove", recording_prove)
     result = solve(iris, tol=1e-6)
     assert result.converged
-    assert reach and max(reach) <= 1e-6 * (1 + solver.PROVABLE_MARGIN)
+    assert reach and max(reach) <= 1e-6 * (1 + solver.OPTIONS.provable_margin)
 
 
 def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, monkeypatch):
@@ -338,7 +340,7 @@ def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, mo
     result = solve(iris, tol=1e-6, max_iter=1000, callback=stages.append)
     assert result.status == "stalled"
     assert len(proofs) >= 3
-    assert all(later <= solver.RETRY_BELOW * earlier for earlier, later in zip(proofs, proofs[1:]))
+    assert all(later <= solver.OPTIONS.retry_below * earlier for earlier, later in zip(proofs, proofs[1:]))
 
 
 def test_a_stage_that_ends_just_above_tol_is_followed_by_a_lighter_shrink():
@@ -351,7 +353,7 @@ def test_a_stage_that_ends_just_above_tol_is_followed_by_a_lighter_shrink():
     assert result.converged
     widths = [(stage.gamma, stage.relative_gap) for stage in result.stages]
     for (gamma, gap), (width, _) in zip(widths, widths[1:]):
-        assert width == pytest.approx(gamma * max(solver.SHRINK, np.sqrt(1e-4 / (2 * gap))), rel=1e-12)
+        assert width == pytest.approx(gamma * max(solver.OPTIONS.shrink, np.sqrt(1e-4 / (2 * gap))), rel=1e-12)
     assert widths[-1][0] / widths[-2][0] == pytest.approx(0.54, abs=0.01)
 
 
@@ -383,11 +385,11 @@ def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris)
     from fast_solver.lmnn.smoothed import WorkingSet
     from fast_solver.lmnn.solver import _Run
 
-    run = _Run(iris, 0.5, "auto", 1e-6, as_checkpoint(None, kind="lmnn", fingerprint=""))
+    run = _Run(iris, 0.5, "auto", 1e-6, as_checkpoint(None, kind="lmnn", fingerprint=""), solver.OPTIONS)
     n, k = iris.n_samples, iris.k
     old = WorkingSet.from_pairs(np.array([0, 0, 3, 7]), np.array([20, 25, 40, 11]), n)
     multipliers = np.arange(4 * k, dtype=float).reshape(4, k) / (4 * k) * iris.mu
-    run.prior = (old.keys(), multipliers)
+    run.state.prior = (old.keys(), multipliers)
     new = WorkingSet.from_pairs(np.array([0, 3, 5, 7]), np.array([25, 40, 1, 12]), n)
     objective = run._objective(new)
     np.testing.assert_array_equal(objective.prior, [multipliers[1], multipliers[2], np.zeros(k), np.zeros(k)])
@@ -407,7 +409,7 @@ def _widths(monkeypatch):
     from fast_solver.lmnn.smoothed import SmoothedObjective
 
     widths, escapes = [], []
-    evaluate, escape = SmoothedObjective.evaluate, solver._escape
+    evaluate, escape = SmoothedObjective.evaluate, solver.escape
 
     def spy_evaluate(self, L, gamma):
         widths.append(L.shape[1])
@@ -419,7 +421,7 @@ def _widths(monkeypatch):
         return moved
 
     monkeypatch.setattr(SmoothedObjective, "evaluate", spy_evaluate)
-    monkeypatch.setattr(solver, "_escape", spy_escape)
+    monkeypatch.setattr(solver, "escape", spy_escape)
     return widths, escapes
 
 
@@ -436,7 +438,7 @@ def test_a_low_rank_optimum_is_reached_on_narrow_factors_and_escapes_stay_narrow
     assert (widths[0] < 30) == clusters  # class metrics start narrow, from the LMNN optimum
     assert any(before < after < 30 for before, after in escapes if after is not None)
     monkeypatch.undo()
-    monkeypatch.setattr(solver, "NARROW_BELOW", 0.0)  # never narrowed
+    monkeypatch.setattr(solver, "OPTIONS", replace(solver.OPTIONS, narrow_below=0.0))  # never narrowed
     widths, _ = _widths(monkeypatch)
     square = solve(cancer, start, **options)
     assert square.converged and set(widths) == {30}
@@ -457,7 +459,7 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
     _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
     share = np.cumsum(s**2) / np.sum(s**2)
     q = max(32, next(i + 1 for i in range(d) if share[i] >= 0.97))
-    M0 = solver._euclidean_start(problem)
+    M0 = euclidean_start(problem, solver.OPTIONS)
     if expected == "cut":
         assert 32 < q <= 48  # the data leave out more than a quarter of the directions
         np.testing.assert_allclose(M0, Vt[:q].T @ Vt[:q], atol=1e-10)
@@ -470,7 +472,7 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
 
 
 def test_the_default_start_keeps_every_direction_of_few_features(iris):
-    np.testing.assert_array_equal(solver._euclidean_start(iris), np.eye(4))
+    np.testing.assert_array_equal(euclidean_start(iris, solver.OPTIONS), np.eye(4))
 
 
 def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_floor():
@@ -478,12 +480,12 @@ def test_narrowed_keeps_the_rank_and_a_margin_and_changes_the_metric_below_the_f
     W = np.linalg.qr(rng.normal(size=(40, 40)))[0]
     singular = np.concatenate([np.geomspace(1.0, 1e-3, 10), np.full(30, 1e-6)])  # rank 10 above the floor
     L = (singular[:, None] * W.T)[None]  # (1, 40, 40)
-    cut = solver._narrowed(L)
-    assert cut.shape == (1, 10 + solver.MIN_MARGIN, 40)
+    cut = narrowed(L, solver.OPTIONS)
+    assert cut.shape == (1, 10 + solver.OPTIONS.min_margin, 40)
     M, M_cut = L[0].T @ L[0], cut[0].T @ cut[0]
     assert np.abs(M - M_cut).max() <= 1e-11
     np.testing.assert_allclose(np.linalg.svd(cut[0], compute_uv=False), singular[:18], rtol=1e-9)
-    assert solver._narrowed(cut) is cut  # already narrow: another cut would save under a quarter
+    assert narrowed(cut, solver.OPTIONS) is cut  # already narrow: another cut would save under a quarter
     wide = (np.concatenate([np.ones(32), np.full(8, 1e-6)])[:, None] * W.T)[None]
-    assert solver._narrowed(wide) is wide  # 32 + 8 rows would be kept
+    assert narrowed(wide, solver.OPTIONS) is wide  # 32 + 8 rows would be kept
 

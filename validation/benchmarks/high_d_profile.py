@@ -172,7 +172,7 @@ class _Probe:
         self._wrap(stack, ExactSearch, "drift", "drift")
         self._wrap(stack, ExactSearch, "search", "search")
         self._wrap(stack, solver, "prove", "prove")
-        self._wrap(stack, solver, "_escape", "escape")
+        self._wrap(stack, solver, "escape", "escape")
         self._wrap(stack, trust_region, "_steihaug", "steihaug", self._on_steihaug)
         return stack
 

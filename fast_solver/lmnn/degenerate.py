@@ -1,0 +1,70 @@
+"""The problems whose optimum ``fast_solver.solve`` knows without iterating.
+
+- ``mu = 0``: eq. 14 is the pull term alone, ``>= 0`` and attained at ``M = 0``.
+- Every impostor can be pushed out along the null space of its cluster's pull matrix
+  (``ClusterWhitening.every_impostor_killable``, as with fewer points than features):
+  eq. 14's optimum is 0, attained in the limit of metrics that grow along those null
+  spaces; in the whitened coordinates the solver works in, that is ``M = 0`` (the
+  certificate pushes the impostors out when it lifts the metric to the inputs).
+- Every point coincides with its target neighbours (``LMNNProblem.pull_vanishes``): the pull
+  term vanishes for every metric (``without_pull``).
+
+The solver proves each of these with the same certificate as any other answer, so a
+degenerate case is ``converged`` only when the certificate says so.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fast_solver.lmnn.result import FastLMNNResult, without_pull_message
+from lmnn_sdp.certificates.certificate import prove
+from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.core.space import sphered_space
+from lmnn_sdp.core.whitening import ClusterWhitening
+from lmnn_sdp.status import CONVERGED, STALLED
+
+
+def known_optimum(problem: LMNNProblem, whitening: ClusterWhitening, L: np.ndarray,
+                  resumed: bool) -> tuple[str, np.ndarray] | None:
+    """Why the optimum is known ("mu=0" or "zero") and the whitened metrics (C, r, r) that
+    attain it, for a solve that would start at ``L`` (C, r, r); None when it must iterate.
+    A ``resumed`` solve had iterated, so it was not a zero optimum."""
+    if problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
+        return "mu=0", np.zeros_like(L)
+    if not resumed and whitening.every_impostor_killable(problem.label_codes):
+        r = L.shape[2]
+        return "zero", np.zeros((len(L), r, r))  # pushed out along the null spaces
+    return None
+
+
+def without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
+    """eq. 14 (eq. 16) when every point coincides with its target neighbours.
+
+    The pull term vanishes and each triplet costs ``mu [1 - D(i, l)]_+``. With ``B`` the
+    sphered basis (``core.space.sphered_space``), every metric ``t B B^T`` puts the
+    impostors that differ from their point at distance ``>= 2`` for ``t = 2 / min D_I(i, l)``
+    (``D_I`` in sphered coordinates), so it attains the minimum, ``mu`` times the number of
+    triplets whose impostor coincides with its point; multipliers ``mu`` on those triplets
+    prove it (their dual matrix is 0)."""
+    start = time.perf_counter()
+    space = sphered_space(problem)
+    codes, Xr = problem.label_codes, space.inputs
+    i, l = np.nonzero(codes[:, None] != codes[None, :])
+    same = ~np.any(problem.X[i] != problem.X[l], axis=1)
+    distances = np.sum((Xr[i[~same]] - Xr[l[~same]]) ** 2, axis=1)
+    distances = distances[distances > 0]  # a difference below the sphered rounding stays
+    t = 2.0 / distances.min() if len(distances) else 1.0
+    M = t * (space.basis @ space.basis.T)
+    metric = M if problem.clusters is None else np.broadcast_to(M, (problem.n_clusters, *M.shape))
+    k = problem.k
+    triplets = np.column_stack([np.repeat(i[same], k), problem.targets[i[same]].ravel(),
+                                np.repeat(l[same], k)])
+    certificate = prove(problem, metric, triplets, np.full(len(triplets), problem.mu), tol=tol)
+    return FastLMNNResult(
+        certificate=certificate, status=CONVERGED if certificate.certified else STALLED,
+        message=without_pull_message(certificate), n_iter=0, n_stages=0, n_searches=0,
+        n_evaluations=0, n_hessian_products=0, n_retreats=0, search_fraction=0.0, n_active=len(triplets),
+        active_triplets=triplets, timings={"total": time.perf_counter() - start})
