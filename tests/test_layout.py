@@ -105,6 +105,47 @@ def test_no_private_name_is_imported_from_another_module():
     assert private == []
 
 
+def foreign_private_attributes(source: str) -> list[str]:
+    """``name._x`` in ``source`` where ``name`` is not ``self`` or ``cls`` and ``_x`` is not a
+    private attribute or method of the class the line sits in (another instance of one's own
+    class may be reached): a module reaching into another's private state."""
+    tree = ast.parse(source)
+    own = {}  # class node -> the private names it defines (self._x = ..., def _x)
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        own[cls] = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.value.id == "self"} | {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
+    found = []
+
+    def visit(node, classes):
+        if isinstance(node, ast.ClassDef):
+            classes = classes + [node]
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls")
+                and not any(node.attr in own[c] for c in classes)):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, classes)
+
+    visit(tree, [])
+    return found
+
+
+PROFILER = "validation/benchmarks/high_d_profile.py"  # wraps the solver's internals to time them, by design
+
+
+def test_no_module_reaches_into_another_objects_private_attributes():
+    reached = {str(path.relative_to(ROOT)): foreign_private_attributes(path.read_text())
+               for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+    assert {path: lines for path, lines in reached.items() if lines and path != PROFILER} == {}
+
+
+def test_the_private_attribute_finder_finds_a_write_and_allows_ones_own_class():
+    source = ("def store(problem):\n    problem._derived['x'] = 1\n"
+              "class A:\n    def __init__(self):\n        self._x = 1\n"
+              "    def same(self, other):\n        return other._x\n")
+    assert foreign_private_attributes(source) == ["2: problem._derived"]
+
+
 @pytest.mark.slow
 def test_importing_the_solvers_needs_no_linux_only_call():
     code = "import os; del os.sched_getaffinity; import fast_solver, lmnn_sdp"

@@ -281,7 +281,7 @@ class _Run:
                     return self._result("unprovable")  # is no longer the optimisation
                 if state.n_iter >= max_iter:
                     break
-                if ev.complementarity >= 0.5 * max(ev.objective - self._scaled_bound(ev), 0.0):
+                if ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0):
                     state.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = state.prior[1]
                     state.gamma = next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
@@ -395,12 +395,12 @@ class _Run:
         return objective
 
     # -- bounds and the proof -------------------------------------------------
-    def _scaled_bound(self, ev: Evaluation) -> float:
+    def scaled_bound(self, ev: Evaluation) -> float:
         """The lower bound that steers the stages (``continuation.scaled_bound``)."""
         return scaled_bound(self.problem.mu, self.whitening, ev)
 
     def _offer_lower(self, objective: SmoothedObjective, ev: Evaluation) -> None:
-        estimate = self._scaled_bound(ev)
+        estimate = self.scaled_bound(ev)
         if estimate > self.state.lower.value:
             triplets, lam = objective.multipliers()
             self.state.lower = Candidate(estimate, triplets=triplets, multipliers=lam)
@@ -514,7 +514,7 @@ class _NewtonCall:
         that calls for a search (``stale``) or a gap that calls for an escape (``saddle``)."""
         self.bar.update(1)
         run, ev = self.run, self.objective.current
-        bound = run._scaled_bound(ev)
+        bound = run.scaled_bound(ev)
         gap = ev.objective - bound
         if gap - ev.complementarity <= 0.5 * ev.complementarity or gap <= 0.5 * run.state.aim * ev.objective:
             return True

@@ -15,7 +15,7 @@ Each fit runs in a fresh spawned process with probes wrapped around the solver's
 * Newton: steps (truncated-CG solves, rejected steps included), CG iterations
   (= Hessian-vector products inside CG) and their time, evaluations of ``F_gamma``
   with its gradient, line searches (``SmoothedObjective.ray`` coefficients plus
-  ``ray_minimum``), the stopping test's scaled bound (``_scaled_bound``: an
+  ``ray_minimum``), the stopping test's scaled bound (``scaled_bound``: an
   eigen-decomposition of ``G``) and the drift test;
 * exact impostor searches (count, time), certificates (``prove``: count, time);
 * the first phase: seconds until the estimated gap first reaches 1e-2 (the coarse stop
@@ -168,7 +168,7 @@ class _Probe:
         self._wrap(stack, SmoothedObjective, "hessian_product", "hessp")
         self._wrap(stack, SmoothedObjective, "ray", "ray")
         self._wrap(stack, solver, "ray_minimum", "ray_minimum")
-        self._wrap(stack, solver._Run, "_scaled_bound", "scaled_bound")
+        self._wrap(stack, solver._Run, "scaled_bound", "scaled_bound")
         self._wrap(stack, ExactSearch, "drift", "drift")
         self._wrap(stack, ExactSearch, "search", "search")
         self._wrap(stack, solver, "prove", "prove")
