@@ -83,12 +83,8 @@ def _two_commands() -> str:
     runs = dict((label.strip(), (int(passed), int(seconds))) for label, passed, seconds
                 in re.findall(r"([^;]*?) pytest: (\d+) passed.*? in (\d+) s", ci["outcome"]))
     passing = re.search(r"(\d+) of (\d+) passed", job["outcome"])
-    if "the slow tests'" in runs:  # the README's two test commands: the quick loop, then the tests marked slow
-        (quick, quick_s), (slow, slow_s) = runs["the quick tests'"], runs["the slow tests'"]
-        tests = f"the quick tests {quick_s:,} s ({quick:,} passed), the slow ones {slow_s:,} s ({slow:,} passed)"
-    else:  # a record of one test command, before the slow marker (issue 62)
-        passed, seconds = next(iter(runs.values()))
-        tests = f"the tests {seconds:,} s ({passed:,} passed)"
+    (quick, quick_s), (slow, slow_s) = runs["the quick tests'"], runs["the slow tests'"]  # the README's two
+    tests = f"the quick tests {quick_s:,} s ({quick:,} passed), the slow ones {slow_s:,} s ({slow:,} passed)"
     return _wrapped(f"All are timed on a fresh clone in a fresh venv with the newest packages, the main job's first "
             f"run with numba compiling, by `python -m validation.benchmarks.two_commands` "
             f"([two-commands.md](docs/results/two-commands.md), {_version(line)}, this 2-core machine): "
