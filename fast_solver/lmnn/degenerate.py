@@ -1,6 +1,8 @@
 """The problems whose optimum ``fast_solver.solve`` knows without iterating.
 
 - ``mu = 0``: eq. 14 is the pull term alone, ``>= 0`` and attained at ``M = 0``.
+- ``mu`` so small that ``M = 0``, where eq. 14 is ``mu`` times the number of triplets, is within
+  ``atol`` of the optimum 0 (``mu = 1e-300``, where the smoothing's ``gamma / mu`` overflows).
 - Every impostor can be pushed out along the null space of its cluster's pull matrix
   (``ClusterWhitening.every_impostor_killable``, as with fewer points than features):
   eq. 14's optimum is 0, attained in the limit of metrics that grow along those null
@@ -20,7 +22,7 @@ import time
 import numpy as np
 
 from fast_solver.lmnn.result import FastLMNNResult, without_pull_message
-from lmnn_sdp.certificates.certificate import prove
+from lmnn_sdp.certificates.certificate import ATOL, prove
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import sphered_space
 from lmnn_sdp.core.whitening import ClusterWhitening
@@ -29,11 +31,14 @@ from lmnn_sdp.status import CONVERGED, STALLED
 
 def known_optimum(problem: LMNNProblem, whitening: ClusterWhitening, L: np.ndarray,
                   resumed: bool) -> tuple[str, np.ndarray] | None:
-    """Why the optimum is known ("mu=0" or "zero") and the whitened metrics (C, r, r) that
-    attain it, for a solve that would start at ``L`` (C, r, r); None when it must iterate.
-    A ``resumed`` solve had iterated, so it was not a zero optimum."""
+    """Why the optimum is known ("mu=0", "small mu" or "zero") and the whitened metrics
+    (C, r, r) that attain it (within ``ATOL``, the certificate's default, for "small mu"), for a
+    solve that would start at ``L`` (C, r, r); None when it must iterate. A ``resumed`` solve
+    had iterated, so it was not a zero optimum."""
     if problem.mu == 0.0:  # eq. 14 is (pull >= 0), attained at M = 0
         return "mu=0", np.zeros_like(L)
+    if problem.mu * problem.n_triplets <= ATOL / 2:  # eq. 14 at M = 0, with room for its rounding
+        return "small mu", np.zeros_like(L)
     if not resumed and whitening.every_impostor_killable(problem.label_codes):
         r = L.shape[2]
         return "zero", np.zeros((len(L), r, r))  # pushed out along the null spaces

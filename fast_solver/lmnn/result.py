@@ -173,15 +173,22 @@ def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_sta
     with ``estimated_gap`` its own estimate of the gap at the end."""
     if certificate.certified:
         return "converged: " + {"mu=0": "mu = 0, so M = 0 is optimal",
-                                "proved": "the certified gap is below tol",
+                                "small mu": f"mu = {certificate.problem.mu:.3g} is so small that M = 0, where eq. 14 "
+                                            "is mu times the number of triplets, attains "
+                                            f"{certificate.upper:.3g}, within atol={certificate.atol:g} "
+                                            "of the optimum 0",
                                 "max_iter": "the certified gap is below tol (proved at the iteration limit)",
                                 "zero": f"eq. 14's optimum is 0 ({ZERO_OPTIMUM}), and the metric attains "
                                         f"eq. 14 = {certificate.upper:.3g} +- {certificate.upper_error:.3g}, "
-                                        f"within atol={certificate.atol:g} of it"}[stop]
+                                        f"within atol={certificate.atol:g} of it",
+                                }.get(stop, _proved(certificate, tol))
     if stop == "zero":
         return (f"not converged: eq. 14's optimum is 0 ({ZERO_OPTIMUM}); the metric attains eq. 14 = "
                 f"{certificate.upper:.3g} +- {certificate.upper_error:.3g} in float64, more than "
                 f"atol={certificate.atol:g} with its rounding, and no relative gap is proved at an optimum of 0")
+    if stop == "small mu":
+        return (f"not converged: M = 0 attains eq. 14 = {certificate.upper:.3g} +- "
+                f"{certificate.upper_error:.3g}, more than atol={certificate.atol:g} with its rounding")
     if stop == "max_iter":
         message = f"not converged: max_iter={max_iter} Newton iterations spent before the certified gap reached tol"
     elif stop == "stages":
@@ -193,6 +200,15 @@ def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_sta
             message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
                         "float64 rounding allowance grows with the number of points)")
     return message + _what_kept_the_proof(certificate, tol)
+
+
+def _proved(certificate: Certificate, tol: float) -> str:
+    """What a certificate that certifies proves: the gap below ``tol``, or the metric within
+    ``atol`` of the optimum 0."""
+    if certificate.relative_gap <= tol:
+        return "the certified gap is below tol"
+    return (f"the metric attains eq. 14 = {certificate.upper:.3g} +- {certificate.upper_error:.3g}, "
+            f"within atol={certificate.atol:g} of the optimum 0")
 
 
 def without_pull_message(certificate: Certificate) -> str:

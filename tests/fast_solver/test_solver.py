@@ -111,6 +111,22 @@ def test_mu_zero_is_solved_by_the_zero_metric(iris):
     assert r.converged and r.upper == 0.0 and r.lower == 0.0 and not r.metric.any()
 
 
+@pytest.mark.parametrize("mu", [5e-324, 1e-300, 1e-12])
+def test_a_mu_so_small_that_the_zero_metric_is_within_atol_is_solved_by_it(iris, mu):
+    # 5e-324 and 1e-300 overflowed the smoothing's gamma / mu into NaN before
+    problem = LMNNProblem(iris.X, iris.y, k=3, mu=mu)
+    r = solve(problem)
+    assert r.converged and r.n_iter == 0 and not r.metric.any() and "so small" in r.message
+    assert r.upper == pytest.approx(mu * problem.n_triplets) and r.certificate.proves_zero
+    assert r.certificate.verify().certified
+
+
+def test_just_above_the_atol_floor_mu_is_iterated_and_proved_by_its_gap(iris):
+    problem = LMNNProblem(iris.X, iris.y, k=3, mu=1e-6 / iris.n_triplets * 4)
+    r = solve(problem)
+    assert r.converged and r.n_iter > 0 and r.relative_gap <= 1e-6
+
+
 def test_mu_one_reports_honest_bounds(iris):
     problem = LMNNProblem(iris.X[::3], iris.y[::3], k=2, mu=1.0)
     r = solve(problem, max_iter=200)
