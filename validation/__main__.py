@@ -1,5 +1,22 @@
-"""``python -m validation``: the command line of :mod:`validation.cli` (the same as ``lmnn-sdp``)."""
-from validation.cli import main
+"""``python -m validation`` and the console script ``lmnn-sdp``: :func:`validation.cli.main`,
+imported by ``run`` so that a Ctrl-C while the libraries load ends as one during a command
+does: one line and exit status 130, no traceback."""
+
+from __future__ import annotations
+
+import sys
+
+
+def run(prog: str = "lmnn-sdp") -> int:
+    """Import the command line and run it (``validation.cli.main``); 130 after one line on
+    stderr when a Ctrl-C comes while it is imported."""
+    try:
+        from validation.cli import main
+    except KeyboardInterrupt:
+        print(f"interrupted: {prog} stopped while loading", file=sys.stderr)
+        return 130
+    return main(prog=prog)
+
 
 if __name__ == "__main__":
-    raise SystemExit(main(prog="python -m validation"))
+    raise SystemExit(run("python -m validation"))

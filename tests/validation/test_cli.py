@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import importlib.abc
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from validation import cli, corpus
+from validation.__main__ import run
 from validation.cli import main
 from validation.exact import certify_bundled, format_table, significant
 
@@ -80,10 +82,22 @@ def test_unknown_option_and_missing_action_exit_2(capsys):
     assert "required: action" in capsys.readouterr().err
 
 
-def test_console_script_is_validation_cli_main():
+def test_console_script_runs_validation_cli_main(monkeypatch):
     scripts = entry_points(group="console_scripts").select(name="lmnn-sdp")
-    assert [script.value for script in scripts] == ["validation.cli:main"]
-    assert next(iter(scripts)).load() is main
+    assert [script.value for script in scripts] == ["validation.__main__:run"]
+    monkeypatch.setattr("validation.cli.main", lambda prog: f"main of {prog}")
+    assert next(iter(scripts)).load()() == "main of lmnn-sdp"
+
+
+def test_ctrl_c_while_the_command_line_loads_prints_one_line_and_exits_130(monkeypatch, capsys):
+    class Interrupting(importlib.abc.MetaPathFinder):  # a Ctrl-C while validation.cli is imported
+        def find_spec(self, name, path=None, target=None):
+            if name == "validation.cli":
+                raise KeyboardInterrupt
+    monkeypatch.delitem(sys.modules, "validation.cli")
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert run("python -m validation") == 130
+    assert capsys.readouterr().err == "interrupted: python -m validation stopped while loading\n"
 
 
 @pytest.mark.slow
