@@ -33,7 +33,8 @@ multipliers by its own).
    ``escape``, ``narrowed``).
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``initial_gamma`` (several
    metrics: wider while few triplets are in transition, ``continuation.first_width``) and,
-   whenever the smoothing, not the optimisation, limits the gap, shrinks by ``shrink`` (less
+   whenever the smoothing, not the optimisation, limits the gap (at ``mu = 1``, where the
+   estimate cannot tell, after every stage), shrinks by ``shrink`` (less
    when the estimated gap is near the aim, ``continuation.next_width``) while each hinge is
    shifted by the stage's multipliers (``SmoothedObjective.prior``): ``F_gamma`` is then the
    augmented Lagrangian of eq. 14 and the stages are the method of multipliers with a growing
@@ -281,7 +282,7 @@ class _Run:
                     return self._result("unprovable")  # is no longer the optimisation
                 if state.n_iter >= max_iter:
                     break
-                if ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0):
+                if self._smoothing_limits(ev):
                     state.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = state.prior[1]
                     state.gamma = next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
@@ -411,6 +412,16 @@ class _Run:
             triplets, _ = objective.multipliers()
             self.state.upper = Candidate(ev.objective, metric=M_w, triplets=triplets)
             self.state.upper_path.append((time.perf_counter() - self.state.start_time, ev.objective))
+
+    def _smoothing_limits(self, ev: Evaluation) -> bool:
+        """Whether the smoothing, not the optimisation, limits the estimated gap at the stage's
+        end ``ev``: its complementarity is at least half of it. At ``mu = 1`` the estimate has
+        no pull to scale the multipliers by and cannot tell (it is 0 or their sum), so the width
+        shrinks after every stage: a stage ends before the budget only where its Newton
+        iterations found no descent of ``F_gamma`` (or the gap was the complementarity's)."""
+        if self.problem.mu == 1.0:
+            return True
+        return ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0)
 
     def _proof_within(self) -> float:
         """The estimated gap at which a certificate is tried: ``prove_within`` tol, and after a
