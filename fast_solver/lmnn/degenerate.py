@@ -13,6 +13,9 @@
 
 The solver proves each of these with the same certificate as any other answer, so a
 degenerate case is ``converged`` only when the certificate says so.
+
+And one whose optimum no certificate proves: ``mu = 1`` (push only) with a positive optimum
+(``push_only_stop``; design note ``docs/design/certificates.md``, "Push only").
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import time
 
 import numpy as np
 
-from fast_solver.lmnn.result import FastLMNNResult, without_pull_message
+from fast_solver.lmnn.options import SolverOptions
+from fast_solver.lmnn.result import FastLMNNResult, Stage, without_pull_message
 from lmnn_sdp.certificates.certificate import ATOL, prove
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import sphered_space
@@ -73,3 +77,45 @@ def without_pull(problem: LMNNProblem, tol: float) -> FastLMNNResult:
         message=without_pull_message(certificate), n_iter=0, n_stages=0, n_searches=0,
         n_evaluations=0, n_hessian_products=0, n_retreats=0, search_fraction=0.0, n_active=len(triplets),
         active_triplets=triplets, timings={"total": time.perf_counter() - start})
+
+
+def push_only_stop(stages: list[Stage], gamma: float, options: SolverOptions) -> str | None:
+    """Why a solve at ``mu = 1`` ends after its last stage (``stages[-1]``, at width ``gamma``)
+    without a certificate: "push only" when its best objective, above ``atol``, fell by at most
+    ``push_only_decrease`` of itself over the last ``push_only_window`` stages; "width" when the
+    width has reached float64's resolution of the unit margin (a cap: eq. 14 may still be
+    falling, towards an infimum that is not attained); None while it should go on.
+
+    At ``mu = 1`` the pull term, through which the bound scales multipliers into the dual cone,
+    is 0: the bound proves no positive optimum (it drops the impostor multipliers, as for a
+    singular pull matrix), only a zero one, by ``atol``. So iterations that no longer lower the
+    best objective cannot end in a certificate unless it is within ``atol`` of 0 (the solver
+    tries that proof first).
+
+    Examples
+    --------
+    >>> from fast_solver.lmnn.options import SolverOptions
+    >>> from fast_solver.lmnn.result import Stage
+    >>> def stages(*uppers):
+    ...     return [Stage(s, 0.1, 10, "radius", u, 0.0, 1.0, 5, 1, 9, 0.0) for s, u in enumerate(uppers)]
+    >>> push_only_stop(stages(198.4, 198.2, 198.137, 198.137, 198.137), 1e-3, SolverOptions())
+    >>> push_only_stop(stages(198.4, 198.137, 198.137, 198.137, 198.137), 1e-3, SolverOptions())
+    'push only'
+    >>> push_only_stop(stages(3.0, 2.0, 1.0), 1e-17, SolverOptions())
+    'width'
+    """
+    stalled = recent_fall(stages, options.push_only_window) <= options.push_only_decrease
+    if stalled and stages[-1].upper > ATOL:  # within ``atol`` of 0, a shrinking metric may still prove it
+        return "push only"
+    if gamma <= np.finfo(float).eps:
+        return "width"
+    return None
+
+
+def recent_fall(stages: list[Stage], window: int) -> float:
+    """The relative fall of the best objective over the last ``window`` stages; inf with
+    ``window`` stages or fewer."""
+    if len(stages) <= window:
+        return np.inf
+    before, best = stages[-1 - window].upper, stages[-1].upper
+    return (before - best) / best if best > 0 else np.inf

@@ -16,6 +16,7 @@ from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
 from lmnn_sdp.core.checks import check_real_dtype
 from lmnn_sdp.core.problem import LMNNProblem
+from lmnn_sdp.status import STALLED
 
 
 class LMNN(LinearMetricTransformer, BaseEstimator):
@@ -157,7 +158,9 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         Warns
         -----
         ConvergenceWarning
-            If ``max_iter`` Newton iterations end before the certified gap reaches ``tol``.
+            If ``max_iter`` Newton iterations end before the certified gap reaches ``tol``, or
+            at ``mu = 1`` (push only) when the objective stops falling above 0, where no
+            certificate can follow (the message says why).
 
         Examples
         --------
@@ -216,8 +219,14 @@ def seeded(estimator: BaseEstimator, what: str) -> None:
 
 def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> None:
     """A ConvergenceWarning when ``result``'s certified gap is above ``tol``; ``where``
-    (e.g. " in 1 of 3 passes (pass 2: 0.01)") names the solves that did not converge."""
-    if not result.converged:
+    (e.g. " in 1 of 3 passes (pass 2: 0.01)") names the solves that did not converge. At
+    ``mu = 1`` a solve that stalled says why (``result.message``: push only), not to raise
+    ``max_iter``."""
+    if not result.converged and result.status == STALLED and estimator.mu == 1.0:
+        warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge{where} after {result.n_iter} Newton "
+                      f"iterations, and more would not help: {result.message.removeprefix('not converged: ')}",
+                      ConvergenceWarning)
+    elif not result.converged:
         warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge{where}: the certified gap "
                       f"{result.relative_gap:.3g} is above tol={estimator.tol:g} after {result.n_iter} "
                       "Newton iterations; raise max_iter.", ConvergenceWarning)

@@ -83,3 +83,9 @@ class SolverOptions:
     # ends the solve stalled: iterating further shrinks the estimate, not what the proof loses
     retry_below: float = 0.5  # after a failed proof, the stages aim at this of its estimated gap:
     # lower gives the next proof better candidates at the cost of more iterations
+
+    # -- push only (mu = 1, ``degenerate.push_only_stop``; "Push only" in ``docs/design/certificates.md``)
+    push_only_window: int = 3  # stages over which a solve at mu = 1 must lower its best objective: more
+    # spends stages on a plateau, fewer takes a stage that happened to find nothing for a stall
+    push_only_decrease: float = 1e-9  # relative fall over that window at or below which it ends stalled:
+    # higher stops where eq. 14 still creeps down (a less exact best objective), lower spends stages on a plateau

@@ -10,7 +10,7 @@ import numpy as np
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
-from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only
 
 
 @dataclass(frozen=True)
@@ -167,10 +167,12 @@ def solve_status(certificate: Certificate, stop: str) -> str:
 
 
 def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_stages: int,
-                  estimated_gap: float, tol: float) -> str:
-    """``FastLMNNResult.message`` of a solve that ended by ``stop`` ("mu=0", "proved",
-    "max_iter", "stages", "unprovable" or "zero", ``fast_solver.lmnn.solver._Run._result``),
-    with ``estimated_gap`` its own estimate of the gap at the end."""
+                  estimated_gap: float, tol: float, fall: float = np.inf, window: int = 0) -> str:
+    """``FastLMNNResult.message`` of a solve that ended by ``stop`` ("mu=0", "small mu", "proved",
+    "max_iter", "stages", "unprovable", "zero", and at ``mu = 1`` "atol", "push only" or
+    "width", ``fast_solver.lmnn.solver._Run._result``), with ``estimated_gap`` its own estimate
+    of the gap at the end and ``fall`` the relative fall of its best objective over the last
+    ``window`` stages (``degenerate.recent_fall``)."""
     if certificate.certified:
         return "converged: " + {"mu=0": "mu = 0, so M = 0 is optimal",
                                 "small mu": f"mu = {certificate.problem.mu:.3g} is so small that M = 0, where eq. 14 "
@@ -193,12 +195,21 @@ def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_sta
         message = f"not converged: max_iter={max_iter} Newton iterations spent before the certified gap reached tol"
     elif stop == "stages":
         message = f"not converged: {max_stages} stages ended before the certified gap reached tol"
+    elif stop == "push only":
+        message = (f"not converged: the best objective stopped falling (by a relative {fall:.2g} over the "
+                   f"last {window} stages)")
+    elif stop == "width":
+        message = (f"not converged: stopped at a cap, the smoothing width at float64's resolution of the unit "
+                   f"margin, while the best objective still fell (by a relative {fall:.2g} over the last "
+                   f"{window} stages), as it would forever towards an infimum that is not attained")
     else:
         message = (f"not converged: the estimated gap {estimated_gap:.2g} is below tol, but the "
                    f"certificate proves only {certificate.relative_gap:.3g}")
         if certificate.dual_scale is not None and 1.0 - certificate.dual_scale > tol / 2:
             message += (f"; the bound's scale into the dual cone is {certificate.dual_scale:.10g} (its "
                         "float64 rounding allowance grows with the number of points)")
+    if certificate.problem.mu == 1.0:
+        message += "; " + push_only(certificate.lower, certificate.upper)
     return message + _what_kept_the_proof(certificate, tol)
 
 
@@ -236,7 +247,7 @@ def _what_kept_the_proof(certificate: Certificate, tol: float) -> str:
                    f"float64 (its largest eigenvalue is {top:.3g})")
     else:
         message = ""
-    if certificate.singular_clusters:
+    if certificate.singular_clusters and certificate.problem.mu < 1.0:  # at mu = 1, ``push_only`` says why
         message += ("; the pull matrix is singular on the data range (target neighbours "
                     "coincide along some directions, as with duplicated points or binary "
                     "features), where the bound sets impostor multipliers to 0, so it is weak")

@@ -33,7 +33,8 @@ multipliers by its own).
    ``escape``, ``narrowed``).
 4. **Continuation with multiplier updates.** ``gamma`` starts at ``initial_gamma`` (several
    metrics: wider while few triplets are in transition, ``continuation.first_width``) and,
-   whenever the smoothing, not the optimisation, limits the gap, shrinks by ``shrink`` (less
+   whenever the smoothing, not the optimisation, limits the gap (at ``mu = 1``, where the
+   estimate cannot tell, after every stage), shrinks by ``shrink`` (less
    when the estimated gap is near the aim, ``continuation.next_width``) while each hinge is
    shifted by the stage's multipliers (``SmoothedObjective.prior``): ``F_gamma`` is then the
    augmented Lagrangian of eq. 14 and the stages are the method of multipliers with a growing
@@ -52,7 +53,9 @@ multipliers by its own).
    tol and the certificate still does not prove tol, the solve ends ``stalled``: what the proof
    loses (its rounding allowances) no longer shrinks with the iterations. Where the optimum is
    known (``mu = 0``, a zero optimum, a vanishing pull), the solve ends at once
-   (``fast_solver.lmnn.degenerate``).
+   (``fast_solver.lmnn.degenerate``). At ``mu = 1`` (push only) the bound proves no positive
+   optimum: the solve ends ``converged`` once its best objective is within ``atol`` of 0, and
+   ``stalled`` once it stops falling (``degenerate.push_only_stop``).
 
 Within a stage the Newton iterations stop when the estimated gap is no longer dominated by
 optimisation error (``gap - comp <= comp / 2``, with ``comp`` the complementarity
@@ -78,7 +81,7 @@ from tqdm.auto import tqdm
 from fast_solver.checkpoint import Checkpoint, Section
 from fast_solver.lmnn import trust_region
 from fast_solver.lmnn.continuation import first_width, next_width, scaled_bound
-from fast_solver.lmnn.degenerate import known_optimum, without_pull
+from fast_solver.lmnn.degenerate import known_optimum, push_only_stop, recent_fall, without_pull
 from fast_solver.lmnn.factors import escape, gram, narrowed
 from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
 from fast_solver.lmnn.options import SolverOptions
@@ -88,7 +91,7 @@ from fast_solver.lmnn.start import starting_factors
 from fast_solver.lmnn.state import Candidate, SolveState, restored, resumed, saved, solve_checkpoint
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import relative_gap
-from lmnn_sdp.certificates.certificate import Certificate, prove
+from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import ClusterWhitening, whiten_clusters
@@ -279,9 +282,15 @@ class _Run:
                     state.aim = min(state.aim, options.retry_below * self._estimated_gap())
                 if self._estimated_gap() <= options.unprovable_below * self.tol:  # what keeps the proof short
                     return self._result("unprovable")  # is no longer the optimisation
+                if self.problem.mu == 1.0:  # push only: the bound proves a zero optimum or nothing
+                    if state.upper.value <= ATOL and self._certificate().certified:
+                        return self._result("atol")
+                    stop = push_only_stop(state.stages, gamma, options)
+                    if stop is not None:
+                        return self._result(stop)
                 if state.n_iter >= max_iter:
                     break
-                if ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0):
+                if self._smoothing_limits(ev):
                     state.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = state.prior[1]
                     state.gamma = next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
@@ -412,6 +421,16 @@ class _Run:
             self.state.upper = Candidate(ev.objective, metric=M_w, triplets=triplets)
             self.state.upper_path.append((time.perf_counter() - self.state.start_time, ev.objective))
 
+    def _smoothing_limits(self, ev: Evaluation) -> bool:
+        """Whether the smoothing, not the optimisation, limits the estimated gap at the stage's
+        end ``ev``: its complementarity is at least half of it. At ``mu = 1`` the estimate has
+        no pull to scale the multipliers by and cannot tell (it is 0 or their sum), so the width
+        shrinks after every stage: a stage ends before the budget only where its Newton
+        iterations found no descent of ``F_gamma`` (or the gap was the complementarity's)."""
+        if self.problem.mu == 1.0:
+            return True
+        return ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0)
+
     def _proof_within(self) -> float:
         """The estimated gap at which a certificate is tried: ``prove_within`` tol, and after a
         failed proof the aim it set, so that the next proof has new candidates to try."""
@@ -466,8 +485,10 @@ class _Run:
         self.checkpoint.save(saved(state, search, stop, max_iter=max_iter))
         certificate = self._certificate()
         state.timings["total"] = time.perf_counter() - state.start_time
+        window = self.options.push_only_window
         message = solve_message(certificate, stop, max_iter=max_iter, max_stages=self.options.max_stages,
-                                estimated_gap=self._estimated_gap(), tol=self.tol)
+                                estimated_gap=self._estimated_gap(), tol=self.tol,
+                                fall=recent_fall(state.stages, window), window=window)
         return FastLMNNResult(
             certificate=certificate, status=solve_status(certificate, stop), message=message,
             n_iter=state.n_iter, n_stages=len(state.stages), n_searches=search.n_searches,

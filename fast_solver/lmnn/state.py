@@ -38,6 +38,8 @@ from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.core.problem import LMNNProblem
 
 ITERATIONS = 15  # version of the iterations a checkpoint replays, in its fingerprint (history: the design note)
+PUSH_ONLY_ITERATIONS = 16  # its version at mu = 1, where alone the iterations changed with 16 (so the
+# checkpoints of mu < 1 stay valid)
 
 
 @dataclass
@@ -112,7 +114,8 @@ def solve_fingerprint(problem: LMNNProblem, M0=None, **options) -> str:
     False
     """
     return fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, clusters=problem.clusters,
-                       M0=None if M0 is None else np.asarray(M0), iterations=ITERATIONS, **options)
+                       M0=None if M0 is None else np.asarray(M0),
+                       iterations=PUSH_ONLY_ITERATIONS if problem.mu == 1.0 else ITERATIONS, **options)
 
 
 def saved(state: SolveState, search: ExactSearch, stop: str | None, *, objective=None, L=None, nit: int = 0,
