@@ -14,7 +14,7 @@ from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace
 from lmnn_sdp.formulations.sdp import SDPSolution
-from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only, singular_pull
 
 
 @dataclass(repr=False)
@@ -136,6 +136,8 @@ def stop_status(certificate: Certificate, budget_spent: bool) -> dict:
            + (f" ({certificate.refused})" if certificate.refused else ""))
     if certificate.problem.mu == 1.0:
         why += "; " + push_only(certificate.lower, certificate.upper)
+    elif certificate.singular_clusters:
+        why += "; " + singular_pull(certificate.problem.mu)
     if budget_spent:
         return {"status": MAX_ITER, "message": f"not converged: max_rounds spent; {why}"}
     return {"status": STALLED, "message": f"not converged: {why}"}

@@ -47,3 +47,14 @@ def push_only(lower: float, upper: float) -> str:
             "objective found. The infimum may not be attained (eq. 14 decreasing as the metric grows "
             "without bound), or be attained where no bound of this form proves it")
 
+
+
+def singular_pull(mu: float) -> str:
+    """Why a bound at ``mu < 1`` is weak where a cluster's pull matrix counts as singular
+    (``Certificate.singular_clusters``): the clause every method adds to its message. Near
+    ``mu = 1`` the weight ``1 - mu`` alone can put the pull term below its float64 rounding,
+    and the bound then proves as little as at ``mu = 1`` (``push_only``)."""
+    return (f"the pull matrix, weighted by 1 - mu = {1.0 - mu:.3g}, is singular in float64 on the data "
+            "range (target neighbours coincide along some directions, as with duplicated points or "
+            "binary features, or 1 - mu is below the rounding of the push term), where the bound sets "
+            "impostor multipliers to 0, so it is weak")

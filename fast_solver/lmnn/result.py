@@ -10,7 +10,7 @@ import numpy as np
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.psd import psd_factor
-from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only
+from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED, push_only, singular_pull
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,5 @@ def _what_kept_the_proof(certificate: Certificate, tol: float) -> str:
     else:
         message = ""
     if certificate.singular_clusters and certificate.problem.mu < 1.0:  # at mu = 1, ``push_only`` says why
-        message += ("; the pull matrix is singular on the data range (target neighbours "
-                    "coincide along some directions, as with duplicated points or binary "
-                    "features), where the bound sets impostor multipliers to 0, so it is weak")
+        message += "; " + singular_pull(certificate.problem.mu)
     return message
