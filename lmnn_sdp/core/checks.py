@@ -115,13 +115,13 @@ def check_tol(tol, name: str = "tol") -> float:
     >>> check_tol(-1.0, "rtol")
     Traceback (most recent call last):
     ...
-    ValueError: rtol must be finite and >= 0, got -1.0; pass a float such as 1e-6 (0 accepts only an exact answer).
+    ValueError: rtol must be a finite number >= 0, got -1.0; pass a float such as 1e-6 (0 accepts only an exact answer).
     """
     if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, Real):
         raise TypeError(f"{name} must be a real number >= 0 (a float such as 1e-6), got {tol!r} "
                         f"of type {type(tol).__name__}.")
     if not (np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {tol!r}; pass a float such as 1e-6 "
+        raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}; pass a float such as 1e-6 "
                          "(0 accepts only an exact answer).")
     return float(tol)
 
