@@ -200,8 +200,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         if self.verbose and not result.converged:  # scikit-learn's NCA warns only when verbose
             advice = "; raise max_iter" if result.status == MAX_ITER else ""
             name = type(self).__name__
-            warnings.warn(f"[{name}] NCA did not converge after {result.nit} iterations: {result.message}"
-                          f"{advice}.", ConvergenceWarning)
+            warnings.warn(f"[{name}] NCA did not converge after {result.nit} iterations: "
+                          f"{result.lbfgsb_message}{advice}.", ConvergenceWarning)
         return self
 
     @property

@@ -161,7 +161,7 @@ def check_max_iter(max_iter, name: str = "max_iter") -> int:
     >>> check_max_iter(0)
     Traceback (most recent call last):
     ...
-    ValueError: max_iter must be >= 1, got 0; pass a budget of at least 1, e.g. 100.
+    ValueError: max_iter must be an integer >= 1, got 0; pass a budget of at least 1, e.g. 100.
     >>> check_max_iter(2.0, "max_passes")
     Traceback (most recent call last):
     ...
@@ -173,7 +173,8 @@ def check_max_iter(max_iter, name: str = "max_iter") -> int:
         raise TypeError(f"{name} must be an integer >= 1, got {max_iter!r} of type {type(max_iter).__name__}; "
                         f"pass e.g. {example}.")
     if max_iter < 1:
-        raise ValueError(f"{name} must be >= 1, got {max_iter!r}; pass a budget of at least 1, e.g. 100.")
+        raise ValueError(f"{name} must be an integer >= 1, got {max_iter!r}; pass a budget of at least 1, "
+                         "e.g. 100.")
     return int(max_iter)
 
 
