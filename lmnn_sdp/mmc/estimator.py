@@ -34,7 +34,7 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Xing et al.'s diagonal problem instead of the full metric.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The first solver that ``solve_mmc`` tries.
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Certified gap that counts as optimal (``certificate_.certified``); finite, >= 0.
         Relative for the full problem; with ``diagonal``, the absolute gap of Xing's ``g``
         (``lmnn_sdp.solve_mmc``).
@@ -107,6 +107,9 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number, ``True`` included (scikit-learn's ``Interval``
+            admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             Bad inputs: NaN or infinity, fewer than two samples, continuous labels, a
             single class or no repeated label, or an unbounded problem; invalid
@@ -126,7 +129,7 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
         >>> bool((mmc.metric_ == np.diag(mmc.metric_.diagonal())).all())
         True
         """
-        check_tol(self.tol)  # scikit-learn's Interval admits True
+        check_tol(self.tol)  # the library's rule, which refuses True as scikit-learn's Interval does not
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         self.result_ = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)
