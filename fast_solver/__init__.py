@@ -1,10 +1,17 @@
-"""The scalable solvers, one subpackage per family, each with its solver, result and estimator:
+"""The scalable solvers, one subpackage per family:
 
-- ``lmnn``: LMNN with a certified stop (``solve``, ``LMNN``), multi-metric and multi-pass LMNN,
-  energy-based classification;
-- ``low_rank``: LMCA and kernel LMCA (not convex, kept apart from the certified side);
-- ``mmc``: MMC at scale; ``nca``: NCA, memory-bounded; ``mlng``: MLNG;
-- ``rca``: RCA, the closed-form baseline of the experiments.
+- ``lmnn``: LMNN with a certified stop (solver ``solve``, result ``FastLMNNResult``, estimator
+  ``LMNN``), multi-metric LMNN (``MultiMetricLMNN``), multi-pass LMNN (``solve_multipass``,
+  ``MultiPassResult``, ``MultiPassLMNN``), energy-based classification (``EnergyClassifier``);
+- ``low_rank``: LMCA and kernel LMCA (``solve_lmca``, ``solve_kernel_lmca``, ``LMCAResult``,
+  ``LMCA``, ``KernelLMCA``; not convex, kept apart from the certified side);
+- ``mmc``: MMC at scale, a solver and its result (``solve_mmc_fast``, ``FastMMCResult``) and no
+  estimator (``lmnn_sdp.MMC`` is the exact one);
+- ``nca``: NCA, memory-bounded, a solver and an estimator (``minimize_nca``, ``NCA``) and no
+  result class: ``minimize_nca`` returns scipy's ``OptimizeResult`` in the library's status terms;
+- ``mlng``: MLNG (``fit_mlng``, ``MLNGResult``, ``MLNG``);
+- ``rca``: RCA, the closed-form baseline of the experiments: a function and an estimator
+  (``rca_components``, ``RCA``), no iterations and no result.
 
 numpy, scipy and numba only: ``import fast_solver`` never loads cvxpy.
 """

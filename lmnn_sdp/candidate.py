@@ -9,10 +9,9 @@ small dual SDP over the triplets near the margin (``sdp.complementary_multiplier
 
 from __future__ import annotations
 
-import numpy as np
-
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import complementary_multipliers
@@ -78,12 +77,13 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     Raises
     ------
     ValueError
-        A bad ``tol``; ``triplets`` without ``multipliers`` or the reverse; ``M`` of the
-        wrong shape, not finite, not symmetric or not PSD; ``triplets`` that are not
-        distinct triplets of the problem; ``multipliers`` of the wrong shape or not
-        finite; bad ``clusters``.
+        A ``tol`` or ``atol`` that is negative or not finite; ``triplets`` without
+        ``multipliers`` or the reverse; ``M`` of the wrong shape, not finite, not symmetric
+        or not PSD; ``triplets`` that are not distinct triplets of the problem;
+        ``multipliers`` of the wrong shape or not finite; bad ``clusters``.
     TypeError
-        Non-real ``M``; non-integer ``triplets`` or ``clusters``.
+        Non-real ``M``; non-integer ``triplets`` or ``clusters``; a ``tol`` or ``atol`` that is
+        not a real number (``True``, ``"1e-6"``).
 
     See Also
     --------
@@ -115,8 +115,8 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     ...
     ValueError: M is not positive semidefinite...
     """
-    if not (np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol}.")
+    check_tol(tol)
+    check_tol(atol, "atol")
     if (triplets is None) != (multipliers is None):
         raise ValueError("pass triplets and multipliers together, or neither.")
     if clusters is not None:

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 
 __all__ = ["Excess", "excess_over_optimum"]
@@ -105,7 +106,7 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     clusters : array-like of int of shape (n_samples,), optional
         Cluster of each point (multi-metric LMNN) in place of the problem's own.
     tol : float, default=1e-7
-        Certified relative gap of the exact solve of the optimum.
+        Certified relative gap of the exact solve of the optimum; finite, >= 0.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The cvxpy solver.
 
@@ -118,7 +119,10 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     Raises
     ------
     ValueError
-        ``M`` of the wrong shape, not finite, not symmetric or not PSD; bad ``clusters``.
+        ``M`` of the wrong shape, not finite, not symmetric or not PSD; bad ``clusters``; a
+        ``tol`` that is negative or not finite.
+    TypeError
+        A ``tol`` that is not a real number (``True``, ``"1e-6"``).
 
     See Also
     --------
@@ -141,6 +145,7 @@ def excess_over_optimum(problem: LMNNProblem, M, *, certificate: Certificate | N
     from lmnn_sdp.candidate import certify
     from lmnn_sdp.lmnn import solve_lmnn
 
+    check_tol(tol)
     if clusters is not None:
         problem = problem.with_clusters(clusters)
     own = certificate if certificate is not None else certify(problem, M, tol=tol, solver=solver)

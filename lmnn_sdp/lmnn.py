@@ -9,6 +9,7 @@ and the certificate (``certificate``). ``"cutting-plane"`` (the default) and
 
 from __future__ import annotations
 
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, check_solver
@@ -58,12 +59,12 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "cu
         Only with constraint generation. ``"cutting-plane"``: ``working_set``
         (array of int of shape (T, 3)), ``start`` (a metric (d, d)), ``add_band``
         (float, default 0.05), ``drop_band`` (float or None, default 0.5),
-        ``max_rounds`` (int, default 30), ``progress`` (bool, default False).
+        ``max_rounds`` (int >= 1, default 30), ``progress`` (bool, default False).
         ``"aggregated"``: ``start``, ``band`` (float, default 0.05), ``drop_band``
         (float, default 0.5), ``add_ratio`` (float, default 1.0) and ``add_floor`` (int,
         default 1000) (the triplets the model misjudged that join its working set:
         at most ``max(add_ratio * free, add_floor)`` a round, none further than
-        ``drop_band`` below the margin), ``max_rounds`` (int, default 100), ``progress``.
+        ``drop_band`` below the margin), ``max_rounds`` (int >= 1, default 100), ``progress``.
 
     Returns
     -------
@@ -78,9 +79,10 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "cu
     ValueError
         An unknown ``solver``, ``method`` or ``formulation``; ``formulation`` with
         ``"aggregated"``; ``options`` with ``"full"``; more than 5,000,000 triplets
-        with ``"full"``; a ``tol`` that is negative or not finite.
+        with ``"full"``; a ``tol`` that is negative or not finite; ``max_rounds`` below 1.
     TypeError
-        An option the chosen method does not take.
+        An option the chosen method does not take; a ``tol`` that is not a real number
+        (``True``, ``"1e-6"``) or a ``max_rounds`` that is not an integer.
     RuntimeError
         The solver returned no finite solution (``"full"`` and ``"cutting-plane"``).
 
@@ -141,7 +143,10 @@ def solve_lmnn_dual(problem: LMNNProblem, solver: str = "CLARABEL", *, tol: floa
     Raises
     ------
     ValueError
-        An unknown ``solver``, more than 5,000,000 triplets, or a bad ``tol``.
+        An unknown ``solver``, more than 5,000,000 triplets, or a ``tol`` that is negative
+        or not finite.
+    TypeError
+        A ``tol`` that is not a real number (``True``, ``"1e-6"``).
     RuntimeError
         The solver returned no finite solution.
 
@@ -243,6 +248,7 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
 
 
 def _solve(problem, solver, method, tol, formulation, solver_options, options):
+    check_tol(tol)
     solver = check_solver(solver)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")

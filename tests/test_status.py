@@ -44,8 +44,7 @@ def test_every_result_speaks_the_status_vocabulary(iris30):
         assert result.status in STATUSES, name
         assert result.converged == (result.status == CONVERGED), name
         assert isinstance(result.message, str) and result.message, name
-        if "NCA" not in name:  # scipy's OptimizeResult keeps scipy's message
-            assert result.message.startswith("not converged") != result.converged or "pass" in name, name
+        assert result.message.startswith("not converged") != result.converged or "pass" in name, name
         if expected is not None:
             assert result.status == expected, (name, result.status, result.message)
         if hasattr(result, "certificate") and result.status == CONVERGED:
@@ -57,3 +56,26 @@ def test_exact_results_report_the_solver_status_apart(iris30):
     result = solve_lmnn(LMNNProblem(X, y, k=2), method="full")
     assert result.solver_status in {"optimal", "optimal_inaccurate"}
     assert result.status == CONVERGED and STALLED != result.status
+
+
+def test_nca_keeps_lbfgsb_own_code_and_text_apart(iris30):
+    X, y = iris30
+    budget = minimize_nca(X, y, np.eye(4), max_iter=1)
+    assert budget.status == MAX_ITER and budget.message.startswith("not converged: max_iter=1")
+    assert budget.lbfgsb_status == 1 and isinstance(budget.lbfgsb_status, int)
+    assert budget.lbfgsb_message in budget.message and "LIMIT" in budget.lbfgsb_message.upper()
+    done = minimize_nca(X, y, np.eye(4))
+    assert done.status == CONVERGED and done.lbfgsb_status == 0 and done.success
+    assert done.message == f"converged: L-BFGS-B's test held ({done.lbfgsb_message})"
+
+
+def test_nca_reports_the_evaluation_limit_as_stalled_not_max_iter():
+    from scipy.optimize import OptimizeResult
+
+    from fast_solver.nca.objective import _in_library_terms
+
+    evaluations = OptimizeResult(success=False, status=1, nit=7, message="STOP: TOTAL NO. OF F,G EVALUATIONS "
+                                 "EXCEEDS LIMIT")
+    result = _in_library_terms(evaluations, max_iter=50)  # L-BFGS-B's code 1, but 7 of 50 iterations
+    assert (result.status, result.lbfgsb_status, result.converged) == (STALLED, 1, False)
+    assert result.message.startswith("not converged: L-BFGS-B stopped after 7 iterations")

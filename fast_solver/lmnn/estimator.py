@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, labelled_inputs
 from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
-from lmnn_sdp.core.checks import check_real_dtype
+from lmnn_sdp.core.checks import check_max_iter, check_real_dtype, check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.status import STALLED
 
@@ -34,9 +34,9 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         Target neighbours per point (nearest same-class points, Euclidean).
     mu : float in [0, 1], default=0.5
         Weight of the push term; the pull term has ``1 - mu``.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of Newton iterations.
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Certified relative gap ``(upper - lower) / upper`` at which to stop.
     init : {"auto", "identity", "random"} or ndarray of shape (n_features, n_features), default="auto"
         Starting metric: the solver's default (``solve`` with ``M0=None``: the
@@ -107,7 +107,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     _parameter_constraints: dict = {
         "k": [Interval(Integral, 1, None, closed="left")],
         "mu": [Interval(Real, 0, 1, closed="both")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"auto", "identity", "random"}), np.ndarray],
         "search": [StrOptions(set(SEARCH_METHODS))],
@@ -147,6 +147,9 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         NonRealInputError
             If ``X`` holds complex numbers, text or dates (a TypeError and a ValueError).
         ValueError
@@ -171,6 +174,8 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         >>> lmnn.metric_.shape, lmnn.converged_
         ((4, 4), True)
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         problem = labelled_problem(self, X, y)
         result = solve(problem, self._initial_metric(problem.n_features), max_iter=self.max_iter,
                        tol=self.tol, search=self.search, callback=stage_table() if self.verbose else None,

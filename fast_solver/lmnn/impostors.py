@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.neighbors import BallTree
 
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.hits import below, float32_tiles
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.core.principal import float32_above, gram_factors, principal_coordinates, unit_scale
@@ -377,8 +378,6 @@ def _concatenate(parts) -> np.ndarray:
 
 
 def check_band(band) -> float:
-    """``band`` as a float, or ``ValueError`` unless finite and >= 0."""
-    band = float(band)
-    if not np.isfinite(band) or band < 0:
-        raise ValueError(f"band must be a finite number >= 0, got {band}.")
-    return band
+    """``band`` as a float by the rule of tolerances (``lmnn_sdp.core.checks.check_tol``): a
+    real number, finite and >= 0; a TypeError for ``True`` or ``"0.5"``, a ValueError out of range."""
+    return check_tol(band, "band")

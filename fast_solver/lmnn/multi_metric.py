@@ -22,6 +22,7 @@ from fast_solver.lmnn.estimator import labelled_problem, seeded, stage_table, wa
 from fast_solver.lmnn.impostors import SEARCH_METHODS
 from fast_solver.lmnn.solver import solve
 from fast_solver.lmnn.state import solve_fingerprint
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.pair_search import BLOCK_BYTES
 from lmnn_sdp.core.psd import psd_factor
 
@@ -113,9 +114,9 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         (``sklearn.cluster.KMeans`` seeded by ``random_state``).
     n_neighbors : int, default=3
         Neighbours voting in ``predict`` (ties go to the first class).
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Newton iterations of each solve (global LMNN, then multi-metric).
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Certified relative gap at which each solve stops.
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
@@ -178,7 +179,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         "mu": [Interval(Real, 0, 1, closed="both")],
         "clusters": [StrOptions({"classes"}), Interval(Integral, 1, None, closed="left")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
@@ -218,6 +219,9 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``y`` has one class, a class has ``k`` points or fewer, k-means
             finds fewer distinct clusters than ``clusters``, or ``checkpoint`` is given with
@@ -239,6 +243,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         >>> mm.metrics_.shape, mm.clusters_.shape
         ((2, 4, 4), (30,))
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         problem = labelled_problem(self, X, y)
         if self.clusters != "classes":
             seeded(self, f"clusters={self.clusters} (k-means)")

@@ -43,6 +43,7 @@ from fast_solver.lmnn.impostors import SEARCH_METHODS, pair_distances
 from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from fast_solver.lmnn.state import solve_fingerprint
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.pair_search import nearest_same_class
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import psd_factor
@@ -149,7 +150,7 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     stop : {"targets", "passes"}, default="targets"
         Stop when the targets repeat, or run ``max_passes`` passes; either way a
         collapsed map stops the passes.
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Certified relative gap of every pass; squared distances within
         ``max(tol, TIE_RTOL)`` (relative) are ties when the targets are re-chosen.
     callback : callable, optional
@@ -175,7 +176,11 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     Raises
     ------
     ValueError
-        If ``max_passes`` is not an integer >= 1 or ``stop`` is not a stop rule.
+        If ``max_passes`` or ``max_iter`` is below 1, ``tol`` is negative or not finite, or
+        ``stop`` is not a stop rule.
+    TypeError
+        If ``max_passes`` or ``max_iter`` is not an integer, or ``tol`` not a real number
+        (``True``, ``"0.5"``).
     CheckpointError
         If the ``checkpoint`` file is damaged, or was written by another kind of fit or for
         other inputs or options (a ValueError).
@@ -200,7 +205,7 @@ def solve_multipass(problem: LMNNProblem, *, max_passes: int = 5, stop: str = "t
     >>> round(result.passes[0].upper, 1)
     14.7
     """
-    _check_options(max_passes, stop)
+    _check_options(max_passes, stop, tol, options)
     answer = {name: value for name, value in options.items() if name not in UNFINGERPRINTED}
     checkpoint = as_checkpoint(checkpoint, kind="multipass-lmnn", interval=checkpoint_interval,
                                fingerprint=lambda: solve_fingerprint(problem, max_passes=max_passes, stop=stop,
@@ -307,9 +312,13 @@ def _n_changed(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.sum(np.any(np.sort(a, axis=1) != np.sort(b, axis=1), axis=1)))
 
 
-def _check_options(max_passes, stop) -> None:
-    if isinstance(max_passes, bool) or not isinstance(max_passes, Integral) or max_passes < 1:
-        raise ValueError(f"max_passes must be an integer >= 1 (one pass is plain LMNN), got {max_passes!r}.")
+def _check_options(max_passes, stop, tol, options: dict) -> None:
+    """``max_passes`` (one pass is plain LMNN), ``tol`` and a ``max_iter`` among ``options`` by
+    the library's rules (``lmnn_sdp.core.checks``), before any pass; ``stop`` one of ``STOP_RULES``."""
+    check_max_iter(max_passes, "max_passes")
+    check_tol(tol)
+    if "max_iter" in options:
+        check_max_iter(options["max_iter"])
     if stop not in STOP_RULES:
         raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}: 'targets' stops when the "
                          "targets repeat, 'passes' runs max_passes passes.")
@@ -333,9 +342,9 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         Largest number of passes.
     stop : {"targets", "passes"}, default="targets"
         Stop when the targets repeat, or run ``max_passes`` passes.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Newton iterations of each pass.
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Certified relative gap of each pass.
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
@@ -390,7 +399,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         "mu": [Interval(Real, 0, 1, closed="both")],
         "max_passes": [Interval(Integral, 1, None, closed="left")],
         "stop": [StrOptions(set(STOP_RULES))],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "search": [StrOptions(set(SEARCH_METHODS))],
         "verbose": ["verbose"],
@@ -428,6 +437,9 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``y`` has one class, or a class has ``k`` points or fewer.
         CheckpointError
@@ -447,6 +459,8 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
         >>> mp.n_passes_, len(mp.result_.passes)
         (3, 3)
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         result = solve_multipass(labelled_problem(self, X, y), max_passes=self.max_passes,
                                  stop=self.stop, max_iter=self.max_iter, tol=self.tol,
                                  search=self.search, callback=_pass_table() if self.verbose else None,

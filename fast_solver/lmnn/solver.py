@@ -92,6 +92,7 @@ from fast_solver.lmnn.state import Candidate, SolveState, restored, resumed, sav
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import relative_gap
 from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import ClusterWhitening, whiten_clusters
@@ -137,9 +138,9 @@ def solve(
         Cluster of each point (``0..C-1``, every cluster used): one metric per cluster
         (multi-metric LMNN, eq. 16), in place of the problem's own (``problem.with_clusters``).
         ``None`` solves the problem as it is: LMNN when it has no clusters.
-    tol : float, default=1e-6
+    tol : float >= 0, default=1e-6
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of Newton iterations over all stages.
     band : float >= 0, default=0.5
         Slack of the working set: pairs within ``max_j D(i, j) + 1 + band``.
@@ -168,9 +169,12 @@ def solve(
 
     Raises
     ------
+    TypeError
+        If ``tol``, ``max_iter`` or ``band`` is not a number of its kind (``True``, ``"0.5"``,
+        ``max_iter=1.5``; ``lmnn_sdp.core.checks``).
     ValueError
-        If ``tol``, ``max_iter``, ``band``, ``search`` or ``checkpoint_interval`` is invalid,
-        or ``M0`` is not PSD, is zero or has the wrong shape.
+        If ``tol``, ``max_iter``, ``band``, ``search`` or ``checkpoint_interval`` is out of its
+        range, or ``M0`` is not PSD, is zero or has the wrong shape.
     CheckpointError
         If the ``checkpoint`` file is damaged, or was written by another kind of fit or for
         other inputs or options (a ValueError).
@@ -563,9 +567,9 @@ def _flat(apply, shape):
 
 
 def _check_options(tol, max_iter, search) -> None:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}.")
-    if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+    """``tol`` and ``max_iter`` by the library's rules (``core.checks``), ``search`` one of
+    ``SEARCH_METHODS``; the values are used as given."""
+    check_tol(tol)
+    check_max_iter(max_iter)
     if search not in SEARCH_METHODS:
         raise ValueError(f"search must be one of {SEARCH_METHODS}, got {search!r}.")

@@ -43,6 +43,7 @@ from fast_solver.lmnn.impostors import in_chunks, map_rows
 from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver.low_rank.lmca import check_init_array, stage_table, warn_unless_stationary
 from fast_solver.low_rank.solver import HINGES, LMCAResult, low_rank_checkpoint, minimise, start_scale
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 
 KERNELS = ("rbf", "poly")
@@ -151,10 +152,10 @@ def solve_kernel_lmca(
         ``initial_coefficients``; the paper starts at kernel PCA.
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by continuation) or the paper's smooth hinge.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         L-BFGS stops when the objective falls by at most ``tol`` (relative) over 10
         iterations; also the continuation's tolerance.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of L-BFGS iterations over all stages.
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``.
@@ -187,7 +188,11 @@ def solve_kernel_lmca(
     Raises
     ------
     ValueError
-        If ``n_components``, ``init`` or ``hinge`` is invalid.
+        If ``n_components``, ``init`` or ``hinge`` is invalid, or ``tol`` or ``max_iter`` out
+        of its range.
+    TypeError
+        If ``tol`` is not a real number or ``max_iter`` not an integer (``True``, ``"0.5"``,
+        ``max_iter=1.5``; ``lmnn_sdp.core.checks``).
     CheckpointError
         If ``checkpoint`` is damaged or was written by another fit.
 
@@ -211,6 +216,8 @@ def solve_kernel_lmca(
     >>> result.status, result.n_iter
     ('max_iter', 50)
     """
+    check_tol(tol)
+    check_max_iter(max_iter)
     K = TrainingKernel(kernel, problem.X, kernel_memory)
     Omega0 = initial_coefficients(problem, K, n_components, init, random_state)
     saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "kernel-lmca", problem, Omega0, init,
@@ -315,10 +322,10 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         Starting ``Omega``; the paper starts at kernel PCA.
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by smoothing continuation) or the paper's smooth hinge.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of L-BFGS iterations; with an RBF kernel it regularises, since the
         training objective can be driven towards 0.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         Relative decrease over 10 L-BFGS iterations at which L-BFGS stops; the
         continuation's tolerance.
     warm_start : bool, default=False
@@ -390,7 +397,7 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         "mu": [Interval(Real, 0, 1, closed="both")],
         "init": [StrOptions(set(INITS)), np.ndarray],
         "hinge": [StrOptions(set(HINGES))],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "callback": [callable, None],
@@ -441,6 +448,9 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``y`` has one class, a class has ``k`` points or fewer, or
             ``warm_start`` continues from a fit on another number of points.
@@ -465,6 +475,8 @@ class KernelLMCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         >>> klmca.n_iter_, klmca.result_.status
         (50, 'max_iter')
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         problem = labelled_problem(self, X, y)
         gamma = self.gamma
         if gamma == "scale":

@@ -35,7 +35,7 @@ from fast_solver.lmnn.result import FastLMNNResult
 from fast_solver.lmnn.solver import solve
 from fast_solver.low_rank.embedding_loss import embedding_loss
 from fast_solver.low_rank.solver import HINGES, LMCAResult, low_rank_checkpoint, minimise, start_scale
-from lmnn_sdp.core.checks import check_real_dtype
+from lmnn_sdp.core.checks import check_max_iter, check_real_dtype, check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import data_range, pull_matrices, units_space
 
@@ -75,10 +75,10 @@ def solve_lmca(
         ``initial_map``; the paper starts at PCA; "auto" is scikit-learn NCA's choice.
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by continuation) or the paper's smooth hinge.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         L-BFGS stops when the objective falls by at most ``tol`` (relative) over 10
         iterations; also the continuation's tolerance.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of L-BFGS iterations over all stages.
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``.
@@ -109,8 +109,11 @@ def solve_lmca(
     Raises
     ------
     ValueError
-        If ``n_components``, ``init`` or ``hinge`` is invalid, or the starting map
-        sends every point to the same point.
+        If ``n_components``, ``init`` or ``hinge`` is invalid, ``tol`` or ``max_iter`` out of
+        its range, or the starting map sends every point to the same point.
+    TypeError
+        If ``tol`` is not a real number or ``max_iter`` not an integer (``True``, ``"0.5"``,
+        ``max_iter=1.5``; ``lmnn_sdp.core.checks``).
     CheckpointError
         If ``checkpoint`` is damaged or was written by another fit.
 
@@ -133,6 +136,8 @@ def solve_lmca(
     >>> result.status != "max_iter"  # L-BFGS stopped by tol, not by the budget
     True
     """
+    check_tol(tol)
+    check_max_iter(max_iter)
     L0 = initial_map(problem, n_components, init, random_state)
     saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "lmca", problem, L0, init, random_state,
                                 hinge=hinge, tol=tol, max_iter=max_iter)
@@ -231,9 +236,9 @@ def price_of_rank(problem: LMNNProblem, results: Sequence[LMCAResult], *,
         LMCA fits of ``problem`` (``components`` of shape (r, d)).
     full_rank : FastLMNNResult, optional
         A certified full-rank solve of ``problem``; by default ``solve`` runs once.
-    tol : float, default=1e-4
+    tol : float >= 0, default=1e-4
         Certified relative gap of that solve.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Newton iterations of that solve.
 
     Returns
@@ -246,7 +251,11 @@ def price_of_rank(problem: LMNNProblem, results: Sequence[LMCAResult], *,
     Raises
     ------
     ValueError
-        If a result's components do not have ``d`` columns (kernel LMCA results).
+        If a result's components do not have ``d`` columns (kernel LMCA results), or ``tol``
+        or ``max_iter`` is out of its range (checked also when ``full_rank`` is given).
+    TypeError
+        If ``tol`` is not a real number or ``max_iter`` not an integer (``True``, ``"0.5"``,
+        ``max_iter=1.5``; ``lmnn_sdp.core.checks``).
 
     Examples
     --------
@@ -264,6 +273,8 @@ def price_of_rank(problem: LMNNProblem, results: Sequence[LMCAResult], *,
     >>> bool(priced[1].price_of_rank < 0.01)  # rank 2 costs nothing here
     True
     """
+    check_tol(tol)
+    check_max_iter(max_iter)
     for result in results:
         if result.components.shape[1] != problem.n_features:
             raise ValueError(f"a result has components of shape {result.components.shape}; the price "
@@ -327,9 +338,9 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         else "identity".
     hinge : {"linear", "smooth"}, default="linear"
         eq. 14's hinge (by smoothing continuation) or the paper's smooth hinge.
-    max_iter : int, default=1000
+    max_iter : int >= 1, default=1000
         Budget of L-BFGS iterations.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         Relative decrease over 10 L-BFGS iterations at which L-BFGS stops; the continuation's tolerance.
     warm_start : bool, default=False
         Start from the previous ``components_`` when fitted before (``init`` and
@@ -387,7 +398,7 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         "mu": [Interval(Real, 0, 1, closed="both")],
         "init": [StrOptions(set(INITS)), np.ndarray],
         "hinge": [StrOptions(set(HINGES))],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "callback": [callable, None],
@@ -431,6 +442,9 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``y`` has one class, a class has ``k`` points or fewer, or
             ``n_components`` exceeds ``n_features``.
@@ -449,6 +463,8 @@ class LMCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimat
         >>> lmca.components_.shape
         (1, 4)
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         problem = labelled_problem(self, X, y)
         init, n_components = self.init, self.n_components
         if self.warm_start and hasattr(self, "components_"):  # as NCA: init and n_components ignored

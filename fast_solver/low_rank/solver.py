@@ -169,8 +169,9 @@ def minimise(
     tol : float >= 0
         L-BFGS stops when ``F_width`` falls by at most ``tol`` (relative) over ``WINDOW``
         iterations; the continuation's tolerance (module docstring).
-    max_iter : int >= 0
-        Budget of L-BFGS iterations over all stages.
+    max_iter : int >= 1
+        Budget of L-BFGS iterations over all stages (checked by the callers,
+        ``solve_lmca`` and ``solve_kernel_lmca``).
     callback : callable, optional
         ``callback(x, n_iter)`` after every L-BFGS iteration.
     report : callable, optional

@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable, reject_complex
 from fast_solver.mlng.sgd import MLNGEpoch, fit_mlng
-from lmnn_sdp.core.checks import check_real_dtype
+from lmnn_sdp.core.checks import check_max_iter, check_real_dtype, check_tol
 from lmnn_sdp.core.psd import check_psd
 
 
@@ -42,9 +42,9 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         decides the neighbour sets of the first step, which then replaces it.
     batch_size : int, default=1
         Points per SGD step (the paper's Alg. 1 samples one).
-    max_iter : int, default=100
+    max_iter : int >= 1, default=100
         Budget of epochs (passes over the data).
-    tol : float, default=1e-3
+    tol : float >= 0, default=1e-3
         Stop when the epoch average of eq. 10 falls by less than this fraction (sec. 6).
     verbose : int, default=0
         If positive, print one row per epoch (objective, mean loss, ``||W||_F``, steps,
@@ -148,6 +148,9 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``init`` or ``loss_matrix`` has the wrong shape, ``init`` is not PSD, or
             ``checkpoint`` is given with ``random_state=None``.
@@ -168,6 +171,8 @@ class MLNG(LinearMetricTransformer, BaseEstimator):
         >>> mlng.classes_, mlng.components_.shape
         (array([0, 1, 2]), (4, 4))
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         reject_complex(X)
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_real_dtype(X.dtype, "X")  # dates pass scikit-learn's numeric check

@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.mlng.objective import batch_losses, check_model, summed_losses
-from lmnn_sdp.core.checks import check_inputs
+from lmnn_sdp.core.checks import check_inputs, check_max_iter, check_tol
 from lmnn_sdp.core.psd import psd_factor
 from lmnn_sdp.status import CONVERGED, MAX_ITER, Stopped
 
@@ -127,11 +127,11 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
         ``Lambda`` (sec. 3); default the 0-1 loss.
     W0 : array of shape (d, d), optional
         Starting PSD metric; default zero (Alg. 1).
-    max_epochs : int, default=100
+    max_epochs : int >= 1, default=100
         Largest number of passes over the data.
     batch_size : int, default=1
         Points per SGD step.
-    tol : float, default=1e-3
+    tol : float >= 0, default=1e-3
         The run stops when the epoch average of eq. 10 falls by at most ``tol``
         (relative) from the epoch before.
     random_state : int, RandomState instance or None, default=None
@@ -161,9 +161,11 @@ def fit_mlng(X, labels, k: int = 3, C: float = 0.1, loss_matrix=None, W0=None,
     Raises
     ------
     ValueError
-        If ``C``, ``max_epochs``, ``batch_size`` or ``tol`` is invalid, ``W0`` or
+        If ``C``, ``max_epochs``, ``batch_size`` or ``tol`` is out of its range, ``W0`` or
         ``loss_matrix`` does not fit the data, or ``checkpoint`` is given with
         ``random_state=None``.
+    TypeError
+        If ``max_epochs`` is not an integer or ``tol`` not a real number (``True``, ``"0.5"``).
     fast_solver.checkpoint.CheckpointError
         If ``checkpoint`` is damaged or was written by another fit (a ``ValueError``).
 
@@ -261,15 +263,14 @@ def _stalled(history: list, tol: float) -> bool:
 
 
 def _check_run(C, max_epochs, batch_size, tol) -> None:
-    """A ValueError naming the argument unless the run's numbers are valid."""
+    """An error naming the argument unless the run's numbers are valid: ``max_epochs`` and
+    ``tol`` by the library's rules (``lmnn_sdp.core.checks``)."""
     if not (_finite_number(C) and C > 0):
         raise ValueError(f"C must be a finite number > 0 (the weight of the loss), got {C!r}.")
-    if not (isinstance(max_epochs, Integral) and max_epochs >= 1):
-        raise ValueError(f"max_epochs must be an integer >= 1, got {max_epochs!r}.")
+    check_max_iter(max_epochs, "max_epochs")
     if not (isinstance(batch_size, Integral) and batch_size >= 1):
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
-    if not (_finite_number(tol) and tol >= 0):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+    check_tol(tol)
 
 
 def _finite_number(value) -> bool:

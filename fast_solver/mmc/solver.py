@@ -31,10 +31,11 @@ from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.mmc.compiled import gradient_rows, xing_sums
 from fast_solver.mmc.xing import XingSums, projected_newton
 from lmnn_sdp.certificates.certified import CertifiedMMCResult
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.pairs import implicit_layout
-from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
+from lmnn_sdp.mmc.problem import MMCProblem, mmc_problem
 from lmnn_sdp.mmc.refine import Ascent, Gradient, ascend, metric_of, start_point
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
@@ -120,9 +121,10 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
         same-label pairs ``i < j``, the dissimilar ones the others.
     diagonal : bool, default=False
         Xing et al.'s diagonal metric instead of the full one.
-    tol : float, default=1e-6
-        Relative gap (diagonal: gap of ``g``) that the certificate must prove.
-    max_iter : int, default=2000
+    tol : float >= 0, default=1e-6
+        Relative gap that the certificate must prove; with ``diagonal``, the absolute gap of
+        Xing's ``g`` (``lmnn_sdp.solve_mmc``).
+    max_iter : int >= 1, default=2000
         Power steps (full) or Newton iterations (diagonal) over all rounds.
     progress : bool, default=False
         Show a tqdm bar with the objective and estimated gap.
@@ -147,7 +149,9 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     Raises
     ------
     ValueError, TypeError
-        Bad inputs (``lmnn_sdp.mmc.problem.mmc_problem``), or an unbounded problem.
+        Bad inputs (``lmnn_sdp.mmc.problem.mmc_problem``), or an unbounded problem; ``tol`` or
+        ``max_iter`` out of range (ValueError) or not a number of its kind (TypeError:
+        ``True``, ``"0.5"``, ``max_iter=1.5``).
     CheckpointError
         If ``checkpoint`` is damaged or was written by another fit.
 
@@ -168,7 +172,7 @@ def solve_mmc_fast(X, y, diagonal: bool = False, tol: float = 1e-6, max_iter: in
     -4.1
     """
     start = time.perf_counter()
-    tol, max_iter = check_tol(tol), _check_max_iter(max_iter)
+    tol, max_iter = check_tol(tol), check_max_iter(max_iter)
     problem = mmc_problem(X, y, diagonal=diagonal, implicit=True)
     checkpoint = as_checkpoint(checkpoint, kind="mmc", interval=checkpoint_interval, fingerprint=lambda: fingerprint(
         problem.X, problem.y, diagonal=diagonal, tol=tol, max_iter=max_iter))

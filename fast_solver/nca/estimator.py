@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, labelled_inputs
 from fast_solver.nca.objective import INITS, OBJECTIVES, WORKING_MEMORY, check_map, initial_components, minimize_nca
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.status import MAX_ITER
 
 
@@ -48,9 +49,9 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         ``min(n_features, n_samples)``, else "identity".
     warm_start : bool, default=False
         Start from the ``components_`` of the previous ``fit`` when there is one.
-    max_iter : int, default=50
+    max_iter : int >= 1, default=50
         L-BFGS-B iterations.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         L-BFGS-B's tolerance (scipy's ``minimize(tol=...)``).
     callback : callable, default=None
         ``callback(A.ravel(), n_iter)`` after each iteration, ``n_iter`` counted from 1 (a resumed
@@ -155,6 +156,9 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number or ``max_iter`` not an integer, ``True`` included
+            (scikit-learn's ``Interval`` admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             If ``n_components`` exceeds ``n_features``, ``init`` does not fit ``X``,
             ``init="lda"`` meets a single class, or ``objective="g"`` meets a class of
@@ -181,6 +185,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         >>> bool((one_class.components_ == np.eye(4)).all()), one_class.n_iter_
         (True, 0)
         """
+        check_tol(self.tol)  # the library's rules, which refuse True as scikit-learn's Interval does not
+        check_max_iter(self.max_iter)
         previous = getattr(self, "components_", None) if self.warm_start else None
         X, y = labelled_inputs(self, X, y)
         self.random_state_ = check_random_state(self.random_state)
@@ -200,8 +206,8 @@ class NCA(ClassNamePrefixFeaturesOutMixin, LinearMetricTransformer, BaseEstimato
         if self.verbose and not result.converged:  # scikit-learn's NCA warns only when verbose
             advice = "; raise max_iter" if result.status == MAX_ITER else ""
             name = type(self).__name__
-            warnings.warn(f"[{name}] NCA did not converge after {result.nit} iterations: {result.message}"
-                          f"{advice}.", ConvergenceWarning)
+            warnings.warn(f"[{name}] NCA did not converge after {result.nit} iterations: "
+                          f"{result.lbfgsb_message}{advice}.", ConvergenceWarning)
         return self
 
     @property

@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import as_checkpoint, fingerprint
 from fast_solver.nca.lbfgsb import minimize_lbfgsb
-from lmnn_sdp.core.checks import check_inputs, check_labels, check_real_dtype
+from lmnn_sdp.core.checks import check_inputs, check_labels, check_max_iter, check_real_dtype, check_tol
 from lmnn_sdp.core.machine import available_cores
 from lmnn_sdp.status import CONVERGED, MAX_ITER, STALLED
 
@@ -131,9 +131,9 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
         Starting map.
     objective : {"f", "g"}, default="f"
         Eq. 3 or eq. 6.
-    max_iter : int, default=50
+    max_iter : int >= 1, default=50
         L-BFGS-B iterations.
-    tol : float, default=1e-5
+    tol : float >= 0, default=1e-5
         L-BFGS-B's tolerance (scipy's ``minimize(tol=...)``).
     callback : callable, optional
         ``callback(A, value, n_iter)`` after each iteration with the current ``A`` (r, d),
@@ -155,16 +155,22 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
-        Scipy's result (``x``, ``fun``, ``nit``, ``success``, ``message``) with
-        ``components``, the ``A`` found, shape (r, d); ``objective``, its ``f`` or
-        ``g``; ``status`` from ``lmnn_sdp.status`` ("converged", "max_iter" when L-BFGS-B
-        spent ``max_iter``, else "stalled"), ``converged``, and L-BFGS-B's own code as
-        ``solver_status``.
+        Scipy's result (``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``success``) in the
+        library's terms: ``components``, the ``A`` found, shape (r, d); ``objective``, its
+        ``f`` or ``g``; ``status`` from ``lmnn_sdp.status`` (a string, not scipy's code:
+        "converged", "max_iter" when L-BFGS-B spent ``max_iter`` iterations, else
+        "stalled"), ``converged`` and ``message`` ("converged: ..." or "not converged: ...",
+        ending with L-BFGS-B's text in parentheses), as on every result of the library; and
+        L-BFGS-B's own ``status`` code (0 converged, 1 an iteration or evaluation limit, 2
+        otherwise) and text as ``lbfgsb_status`` and ``lbfgsb_message``.
 
     Raises
     ------
     ValueError
-        As ``nca_objective``, for ``A0`` in place of ``A``.
+        As ``nca_objective``, for ``A0`` in place of ``A``; ``max_iter`` below 1, ``tol``
+        negative or not finite.
+    TypeError
+        ``max_iter`` not an integer, ``tol`` not a real number (``True``, ``"0.5"``).
     fast_solver.checkpoint.CheckpointError
         If ``checkpoint`` is damaged or was written by another fit (a ``ValueError``).
 
@@ -184,6 +190,8 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
     >>> round(result.objective)  # f, of 30 points
     30
     """
+    check_tol(tol)
+    check_max_iter(max_iter)
     data = sort_by_class(X, y, objective)
     A0 = check_map(A0, data.X.shape[1], "A0")
     shape = A0.shape
@@ -203,9 +211,26 @@ def minimize_nca(X, y, A0, objective: str = "f", max_iter: int = 50, tol: float 
                              checkpoint=state)
     result.components = result.x.reshape(shape)
     result.objective = -float(result.fun)
-    result.solver_status = result.status  # L-BFGS-B's code; 1 is its iteration limit
-    result.status = CONVERGED if result.success else MAX_ITER if result.status == 1 else STALLED
+    return _in_library_terms(result, max_iter)
+
+
+def _in_library_terms(result: OptimizeResult, max_iter: int) -> OptimizeResult:
+    """``result`` of ``minimize_lbfgsb`` with the library's ``status``, ``converged`` and
+    ``message`` (``lmnn_sdp.status``), and L-BFGS-B's own code and text kept as
+    ``lbfgsb_status`` and ``lbfgsb_message``.
+
+    L-BFGS-B's code 1 is any of its limits, iterations or function evaluations; only the
+    iterations are ``max_iter``'s, so "max_iter" is told by the count, and the evaluation
+    limit (scipy's ``maxfun``, which ``max_iter`` does not raise) is "stalled"."""
+    result.lbfgsb_status, result.lbfgsb_message = int(result.status), str(result.message)
+    if result.success:
+        result.status, how = CONVERGED, "converged: L-BFGS-B's test held"
+    elif result.nit >= max_iter:
+        result.status, how = MAX_ITER, f"not converged: max_iter={max_iter} L-BFGS-B iterations spent"
+    else:
+        result.status, how = STALLED, f"not converged: L-BFGS-B stopped after {result.nit} iterations"
     result.converged = result.status == CONVERGED
+    result.message = f"{how} ({result.lbfgsb_message})"
     return result
 
 

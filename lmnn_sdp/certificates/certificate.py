@@ -27,7 +27,7 @@ from lmnn_sdp.certificates.bounds import (
     repair_multipliers,
     significant,
 )
-from lmnn_sdp.core.checks import check_triplets
+from lmnn_sdp.core.checks import check_tol, check_triplets
 from lmnn_sdp.core.problem import LMNNProblem, ObjectiveValue
 from lmnn_sdp.core.rounding import summation
 
@@ -265,9 +265,8 @@ def prove(problem: LMNNProblem, metric, triplets, multipliers, *, tol: float = 1
     gap within ``tol`` or an upper bound within ``atol`` is certified only after the
     independent evaluation that ``verify`` makes agrees (``independent_check``); it runs on a
     second thread beside the rest."""
-    for name, value in (("tol", tol), ("atol", atol)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+    check_tol(tol)
+    check_tol(atol, "atol")
     start = time.perf_counter()
     metric, min_eig = check_candidate_metric(problem, metric)
     triplets = check_triplets(triplets, problem.n_samples)

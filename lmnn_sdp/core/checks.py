@@ -76,6 +76,108 @@ def check_labels(y, n: int) -> np.ndarray:
     return y
 
 
+def check_tol(tol, name: str = "tol") -> float:
+    """``tol`` as a float: a real number, finite and >= 0, or an error naming ``name``.
+
+    The one rule of every tolerance of the library (``tol`` of the solvers and estimators,
+    ``rtol`` and ``tolerance`` of ``lmnn_sdp.testing``, a certificate's ``atol``) and of
+    ``band``. 0 is allowed: only an exact answer meets it.
+
+    Parameters
+    ----------
+    tol : real number
+        The value given; a Python or numpy integer or float (``np.float32(1e-6)``).
+    name : str, default="tol"
+        The option's name, for the error.
+
+    Returns
+    -------
+    float
+        ``tol`` as a Python float.
+
+    Raises
+    ------
+    TypeError
+        ``tol`` is not a real number: a bool (``True`` is not 1 here), a string (``"1e-6"``),
+        None or an array.
+    ValueError
+        ``tol`` is negative, NaN or infinite.
+
+    Examples
+    --------
+    >>> from lmnn_sdp.core.checks import check_tol
+    >>> check_tol(1e-6), check_tol(0)
+    (1e-06, 0.0)
+    >>> check_tol(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: tol must be a real number >= 0 (a float such as 1e-6), got True of type bool.
+    >>> check_tol(-1.0, "rtol")
+    Traceback (most recent call last):
+    ...
+    ValueError: rtol must be a finite number >= 0, got -1.0; pass a float such as 1e-6 (0 accepts only an exact answer).
+    """
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, Real):
+        raise TypeError(f"{name} must be a real number >= 0 (a float such as 1e-6), got {tol!r} "
+                        f"of type {type(tol).__name__}.")
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}; pass a float such as 1e-6 "
+                         "(0 accepts only an exact answer).")
+    return float(tol)
+
+
+def check_max_iter(max_iter, name: str = "max_iter") -> int:
+    """``max_iter`` as an int: an integer >= 1, or an error naming ``name``.
+
+    The one rule of every iteration budget of the library (``max_iter``; also
+    ``max_epochs``, ``max_passes`` and ``max_rounds``, by their own names), scikit-learn
+    NCA's: a budget of 0 iterations would return the start unsolved.
+
+    Parameters
+    ----------
+    max_iter : integer
+        The value given; a Python or numpy integer.
+    name : str, default="max_iter"
+        The option's name, for the error.
+
+    Returns
+    -------
+    int
+        ``max_iter`` as a Python int.
+
+    Raises
+    ------
+    TypeError
+        ``max_iter`` is not an integer: a bool, a float (``1.5``, or ``100.0``), a string or None.
+    ValueError
+        ``max_iter`` is below 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lmnn_sdp.core.checks import check_max_iter
+    >>> check_max_iter(np.int64(50))
+    50
+    >>> check_max_iter(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_iter must be an integer >= 1, got 0; pass a budget of at least 1, e.g. 100.
+    >>> check_max_iter(2.0, "max_passes")
+    Traceback (most recent call last):
+    ...
+    TypeError: max_passes must be an integer >= 1, got 2.0 of type float; pass e.g. 2, not 2.0.
+    """
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, Integral):
+        example = f"{int(max_iter)}, not {max_iter!r}" if isinstance(max_iter, float) and max_iter.is_integer() \
+            else "100"
+        raise TypeError(f"{name} must be an integer >= 1, got {max_iter!r} of type {type(max_iter).__name__}; "
+                        f"pass e.g. {example}.")
+    if max_iter < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {max_iter!r}; pass a budget of at least 1, "
+                         "e.g. 100.")
+    return int(max_iter)
+
+
 def check_mu(mu) -> float:
     if isinstance(mu, bool) or not isinstance(mu, Real):
         raise TypeError(f"mu must be a real number in [0, 1], got {mu!r}.")

@@ -58,6 +58,7 @@ from tqdm.auto import tqdm
 from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
 from lmnn_sdp.certificates.certificate import prove
+from lmnn_sdp.core.checks import check_max_iter
 from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.line_search import segment_search
 from lmnn_sdp.core.problem import LMNNProblem
@@ -93,7 +94,9 @@ def solve_aggregated(problem: LMNNProblem, solver: str = "CLARABEL", *, start=No
                      add_floor: int = 1000, max_rounds: int = 100,
                      solver_options: dict | None = None, progress: bool = False) -> SDPResult:
     """LMNN, or multi-metric LMNN for a problem with clusters, by aggregated active sets
-    (module docstring); ``start`` is a metric (d, d), or metrics (C, d, d) with clusters."""
+    (module docstring); ``start`` is a metric (d, d), or metrics (C, d, d) with clusters;
+    ``max_rounds`` an integer >= 1."""
+    check_max_iter(max_rounds, "max_rounds")
     space = reduced_space(problem)
     metrics = starting_metrics(problem, space, start)
     objective, mu_s = problem.objective, search_mu(problem.mu)

@@ -53,6 +53,7 @@ import numpy as np
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.certificates.bounds import relative_gap as _relative_gap
 from lmnn_sdp.certificates.bounds import significant
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.mmc import pairs
 from lmnn_sdp.mmc.bound import (
     IMPLICIT_FLOORS,
@@ -72,7 +73,6 @@ from lmnn_sdp.mmc.problem import (
     MMCProblem,
     accurate_distances,
     check_metric,
-    check_tol,
     mmc_problem,
     psd_part,
 )
@@ -353,7 +353,10 @@ def certify_mmc(X, metric, y=None, similar=None, dissimilar=None,
     diagonal : bool, default=False
         Certify for (XING) instead of (MMC).
     tol : float, default=1e-6
-        Gap up to which the candidate counts as certified; positive and finite.
+        ``relative_gap`` up to which the candidate counts as certified; finite, >= 0. For (MMC) the
+        relative gap ``(upper - lower) / upper``; with ``diagonal`` (XING) the absolute gap
+        ``upper - lower`` of Xing's ``g``, ``log(bound / feasible_value)``: the maximisation's
+        relative gap in log scale (``lmnn_sdp.mmc.certificate``).
     implicit : bool, default=False
         With ``y``: never form the label pairs (``mmc_problem``); for large ``n``.
 
@@ -366,14 +369,14 @@ def certify_mmc(X, metric, y=None, similar=None, dissimilar=None,
     Raises
     ------
     ValueError
-        A ``tol`` that is not positive and finite; labels with one class or no
+        A ``tol`` that is negative or not finite; labels with one class or no
         repeated label; pairs and labels both or neither; bad pairs; every dissimilar
         pair joining identical points; a dissimilar difference outside the span of the
         similar ones (the problem is unbounded); ``metric`` of the wrong shape, not
         finite, not symmetric, not PSD, not diagonal with ``diagonal``, or 0 on every
         similar pair.
     TypeError
-        Non-real ``X``, or non-integer pairs.
+        Non-real ``X``, non-integer pairs, or a ``tol`` that is not a real number (``True``, ``"1e-6"``).
 
     See Also
     --------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.mahalanobis import MahalanobisMixin
 from lmnn_sdp.core.psd import psd_factor
 from lmnn_sdp.mmc.solve import SOLVERS, solve_mmc
@@ -31,8 +34,10 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Xing et al.'s diagonal problem instead of the full metric.
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The first solver that ``solve_mmc`` tries.
-    tol : float, default=1e-6
-        Certified gap that counts as optimal (``certificate_.certified``).
+    tol : float >= 0, default=1e-6
+        Certified gap that counts as optimal (``certificate_.certified``); finite, >= 0.
+        Relative for the full problem; with ``diagonal``, the absolute gap of Xing's ``g``
+        (``lmnn_sdp.solve_mmc``).
 
     Attributes
     ----------
@@ -76,7 +81,7 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints = {
         "diagonal": ["boolean"],
         "solver": [StrOptions(set(SOLVERS))],
-        "tol": [float],
+        "tol": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, diagonal: bool = False, solver: str = "CLARABEL", tol: float = 1e-6):
@@ -102,6 +107,9 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         Raises
         ------
+        TypeError
+            If ``tol`` is not a real number, ``True`` included (scikit-learn's ``Interval``
+            admits booleans; ``lmnn_sdp.core.checks``).
         ValueError
             Bad inputs: NaN or infinity, fewer than two samples, continuous labels, a
             single class or no repeated label, or an unbounded problem; invalid
@@ -121,6 +129,7 @@ class MMC(MahalanobisMixin, TransformerMixin, BaseEstimator):
         >>> bool((mmc.metric_ == np.diag(mmc.metric_.diagonal())).all())
         True
         """
+        check_tol(self.tol)  # the library's rule, which refuses True as scikit-learn's Interval does not
         X, y = validate_data(self, X, y, ensure_min_samples=2)
         check_classification_targets(y)
         self.result_ = solve_mmc(X, y, diagonal=self.diagonal, solver=self.solver, tol=self.tol)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from numbers import Real
 
 import numpy as np
 
@@ -432,13 +431,6 @@ def psd_part(metric: np.ndarray) -> tuple[np.ndarray, float]:
     symmetric = (metric + metric.T) / 2
     smallest = float(np.linalg.eigvalsh(symmetric)[0])
     return (symmetric if smallest >= 0 else project_psd(symmetric)), smallest
-
-
-def check_tol(tol) -> float:
-    """``tol`` as a positive finite float, or a ValueError."""
-    if isinstance(tol, bool) or not isinstance(tol, Real) or not 0 < tol < np.inf:
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}.")
-    return float(tol)
 
 
 def _check_pairs(pairs, n: int, name: str) -> np.ndarray:

@@ -35,10 +35,11 @@ import cvxpy as cp
 import numpy as np
 
 from lmnn_sdp.certificates.certified import CertifiedMMCResult
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
-from lmnn_sdp.mmc.problem import MMCProblem, check_tol, mmc_problem
+from lmnn_sdp.mmc.problem import MMCProblem, mmc_problem
 from lmnn_sdp.mmc.refine import metric_of, refine, start_point
 from lmnn_sdp.status import CONVERGED, STALLED
 
@@ -149,8 +150,11 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
     solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The first solver of the ladder, in any case.
     tol : float, default=1e-6
-        Gap up to which the answer counts as certified; positive and finite. The
-        ladder stops at the first certified attempt.
+        ``relative_gap`` up to which the answer counts as certified; finite, >= 0. For (MMC) the
+        relative gap ``(upper - lower) / upper``; with ``diagonal`` (XING) the absolute gap
+        ``upper - lower`` of Xing's ``g``, ``log(bound / feasible_value)``: the maximisation's
+        relative gap in log scale (``lmnn_sdp.mmc.certificate``).
+        The ladder stops at the first certified attempt.
     solver_options : dict, optional
         Passed to ``cvxpy.Problem.solve`` on the first rung; the second adds
         ``TIGHT_OPTIONS[solver]`` to them.
@@ -167,10 +171,10 @@ def solve_mmc(X, y=None, similar=None, dissimilar=None, diagonal: bool = False,
     ------
     ValueError
         Bad inputs (as for ``certify_mmc``), an unknown ``solver``, a ``tol`` that is
-        not positive and finite, or an unbounded problem (``lmnn_sdp.mmc.bound``,
+        negative or not finite, or an unbounded problem (``lmnn_sdp.mmc.bound``,
         step 3).
     TypeError
-        Non-real ``X``, or non-integer pairs.
+        Non-real ``X``, non-integer pairs, or a ``tol`` that is not a real number.
     RuntimeError
         Every solver failed without returning a point.
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import check_candidate_metric
 from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 
 TOP_TRIPLETS = 5
@@ -56,7 +57,7 @@ def assert_lmnn_optimal(X, y, metric, *, k: int = 3, mu: float = 0.5, targets=No
     targets : array-like of int of shape (n_samples, k), optional
         Explicit target neighbours.
     rtol : float, default=1e-6
-        Largest certified relative gap accepted.
+        Largest certified relative gap accepted; finite, >= 0.
     clusters : array-like of int of shape (n_samples,), optional
         Cluster of each point, ``0..C-1``: multi-metric LMNN.
     excess : bool, default=True
@@ -81,6 +82,8 @@ def assert_lmnn_optimal(X, y, metric, *, k: int = 3, mu: float = 0.5, targets=No
         first line says which): a wrong metric is a failed test, not bad usage.
     ValueError
         Bad ``X``, ``y``, ``k``, ``mu``, ``targets``, ``clusters`` or ``rtol``.
+    TypeError
+        An ``rtol`` that is not a real number (``True``, ``"1e-6"``).
 
     Examples
     --------
@@ -104,8 +107,7 @@ def assert_lmnn_optimal(X, y, metric, *, k: int = 3, mu: float = 0.5, targets=No
     from lmnn_sdp.candidate import certify
     from lmnn_sdp.excess import excess_over_optimum
 
-    if not (np.isfinite(rtol) and rtol >= 0):
-        raise ValueError(f"rtol must be a finite number >= 0, got {rtol}.")
+    check_tol(rtol, "rtol")
     problem = lmnn_problem(X, y, k, mu, targets, clusters)
     M = checked_metric(problem, metric)
     own = certify(problem, M, tol=rtol, solver=solver)

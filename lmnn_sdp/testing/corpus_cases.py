@@ -17,6 +17,7 @@ import numpy as np
 
 from lmnn_sdp import certificates
 from lmnn_sdp.certificates.certificate import Certificate
+from lmnn_sdp.core.checks import check_tol
 
 if TYPE_CHECKING:
     from lmnn_sdp.mmc.certificate import MMCCertificate
@@ -193,7 +194,7 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6,
         diagonal metrics (Xing et al. 2002).
     tolerance : float, default=1e-6
         Relative gap accepted from a solver under test (``CorpusCase.tolerance``); raised
-        to the stored certificate's gap where that is larger.
+        to the stored certificate's gap where that is larger; finite, >= 0.
     verify : bool, default=False
         Re-derive every certificate from its evidence (``Certificate.verify``) before returning it, as ``lmnn-sdp corpus check`` does.
 
@@ -205,8 +206,10 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6,
     Raises
     ------
     ValueError
-        An unknown ``kind``, a bad ``tolerance``, or a stored certificate refused (its
-        digest or, with ``verify``, its numbers do not hold).
+        An unknown ``kind``, a ``tolerance`` that is negative or not finite, or a stored
+        certificate refused (its digest or, with ``verify``, its numbers do not hold).
+    TypeError
+        A ``tolerance`` that is not a real number (``True``, ``"1e-6"``).
 
     Examples
     --------
@@ -227,8 +230,7 @@ def corpus_cases(kind: str = "lmnn", *, tolerance: float = 1e-6,
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
-    if not (np.isfinite(tolerance) and tolerance >= 0):
-        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}.")
+    check_tol(tolerance, "tolerance")
     directory = corpus_dir()
     manifest = json.loads((directory / MANIFEST).read_text())
     cases = []

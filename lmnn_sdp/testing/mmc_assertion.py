@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lmnn_sdp.core.checks import check_tol
+
 if TYPE_CHECKING:
     from lmnn_sdp.mmc.certificate import MMCCertificate
 
@@ -41,7 +43,8 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
     diagonal : bool, default=False
         Xing's diagonal problem instead of (MMC).
     rtol : float, default=1e-6
-        Largest certified relative gap accepted; positive.
+        Largest certified gap accepted; finite, >= 0. Relative for (MMC); with
+        ``diagonal``, the absolute gap of Xing's ``g`` (``lmnn_sdp.solve_mmc``).
     excess : bool, default=True
         Solve for the certified optimum when the metric's own bound does not prove it;
         False skips that solve (a failure then reports only the metric's own bound).
@@ -62,7 +65,9 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
         their distance at the optimum. Also for a metric of the wrong shape, not finite,
         not symmetric, not PSD or not diagonal with ``diagonal`` (the first line says which).
     ValueError
-        Bad ``X``, pairs, labels or ``rtol`` (``lmnn_sdp.mmc.problem.mmc_problem``).
+        Bad ``X``, pairs, labels (``lmnn_sdp.mmc.problem.mmc_problem``) or ``rtol``.
+    TypeError
+        An ``rtol`` that is not a real number (``True``, ``"1e-6"``).
 
     Examples
     --------
@@ -83,8 +88,7 @@ def assert_mmc_optimal(X, metric, *, y=None, similar=None, dissimilar=None, diag
     from lmnn_sdp.mmc.problem import mmc_problem
     from lmnn_sdp.mmc.solve import solve_mmc
 
-    if not (np.isfinite(rtol) and rtol > 0):
-        raise ValueError(f"rtol must be a positive finite number, got {rtol}.")
+    check_tol(rtol, "rtol")
     pairs = {"y": y, "similar": similar, "dissimilar": dissimilar}
     problem = mmc_problem(X, diagonal=diagonal, **pairs)
     try:  # the problem is checked: what is refused now is the metric
@@ -130,7 +134,7 @@ def mmc_case_row(case, metric, tolerance: float = 1e-6) -> dict:
         The metric under test.
     tolerance : float, default=1e-6
         Largest gap that passes (raised to the case's own), and the relative slack of the
-        constraint ``sum_S D_M <= 1``.
+        constraint ``sum_S D_M <= 1``; finite, >= 0.
 
     Returns
     -------
@@ -159,7 +163,7 @@ def mmc_case_row(case, metric, tolerance: float = 1e-6) -> dict:
     from lmnn_sdp.mmc.pairs import similar_sums
     from lmnn_sdp.mmc.problem import mmc_problem
 
-    tolerance = max(tolerance, case.tolerance)
+    tolerance = max(check_tol(tolerance, "tolerance"), case.tolerance)
     row = {"case": case.id, "objective": np.nan, "optimum": case.value, "bound": case.bound,
            "gap": np.nan, "tolerance": tolerance, "passed": False, "error": ""}
     problem = mmc_problem(case.X, similar=case.similar, dissimilar=case.dissimilar, diagonal=case.diagonal)

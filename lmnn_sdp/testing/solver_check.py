@@ -11,6 +11,7 @@ import numpy as np
 
 from lmnn_sdp.certificates.bounds import significant
 from lmnn_sdp.certificates.certificate import ATOL, proves_zero
+from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.pair_search import nearest_same_class
 from lmnn_sdp.testing.assertions import checked_metric, lmnn_problem
 from lmnn_sdp.testing.corpus_cases import corpus_cases
@@ -140,7 +141,8 @@ def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float =
     cases : iterable of CorpusCase, optional
         A selection of ``corpus_cases(kind)``; by default all of them.
     tolerance : float, default=1e-6
-        Largest gap that passes (raised to the stored certificate's gap where larger).
+        Largest gap that passes (raised to the stored certificate's gap where larger);
+        finite, >= 0.
     params : callable, optional
         With an estimator: ``params(case) -> dict`` of the ``set_params`` that make it solve
         that case, e.g. ``lambda case: {"n_neighbors": case.k, "push": case.mu}``. Needed
@@ -159,9 +161,11 @@ def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float =
     Raises
     ------
     TypeError
-        ``fit`` is neither callable nor an estimator, or ``params`` is not callable.
+        ``fit`` is neither callable nor an estimator, ``params`` is not callable, or
+        ``tolerance`` is not a real number (``True``, ``"1e-6"``).
     ValueError
-        Refused before any fit: an estimator of no known class without ``params``; a case
+        Refused before any fit: a ``tolerance`` that is negative or not finite; an
+        estimator of no known class without ``params``; a case
         the estimator cannot take (a multi-metric case for a single-metric estimator,
         clusters other than the classes for ``MultiMetricLMNN``); ``params`` with a
         callable ``fit``; a case whose targets are not the default ones of its ``k``.
@@ -195,6 +199,7 @@ def check_lmnn_solver(fit, kind: str = "lmnn", *, cases=None, tolerance: float =
     if not callable(fit) and not hasattr(fit, "fit"):
         raise TypeError(f"fit must be a callable (X, y, k, mu) -> M or an estimator with fit(X, y), "
                         f"got {type(fit).__name__}.")
+    check_tol(tolerance, "tolerance")
     cases = corpus_cases(kind, tolerance=tolerance) if cases is None else list(cases)
     for case in cases:
         _check_targets(case)
@@ -229,7 +234,7 @@ def case_row(case, metric, tolerance: float = 1e-6) -> dict:
     metric : array-like of shape (n_features, n_features), or (n_clusters, n_features, n_features)
         The metric under test.
     tolerance : float, default=1e-6
-        Largest gap that passes (raised to the case's own).
+        Largest gap that passes (raised to the case's own); finite, >= 0.
 
     Returns
     -------
@@ -252,7 +257,7 @@ def case_row(case, metric, tolerance: float = 1e-6) -> dict:
     >>> case_row(case, -np.eye(4))["error"]
     'metric refused: M is not positive semidefinite...'
     """
-    row = _empty_row(case, tolerance)
+    row = _empty_row(case, check_tol(tolerance, "tolerance"))
     try:
         problem = lmnn_problem(case.X, case.y, targets=case.targets, mu=case.mu, clusters=case.clusters)
         value = problem.evaluate(checked_metric(problem, metric))

@@ -203,10 +203,15 @@ def test_warm_start_and_callback():
         model.fit(X, y)
     assert seen == [((2, 150), it) for it in range(1, 21)]
     first = model.dual_coef_.copy()
-    model.set_params(max_iter=0, callback=None)
+    model.set_params(max_iter=1, callback=None)
     with pytest.warns(ConvergenceWarning):
         model.fit(X, y)
-    np.testing.assert_array_equal(model.dual_coef_, first)
+    # one iteration from the last coefficients: the fit started at them, given as init
+    from_first = KernelLMCA(n_components=2, init=first, max_iter=1)
+    with pytest.warns(ConvergenceWarning):
+        from_first.fit(X, y)
+    assert model.n_iter_ == 1
+    np.testing.assert_array_equal(model.dual_coef_, from_first.dual_coef_)
     with pytest.raises(ValueError, match="warm_start continues from dual_coef_ over the 150 points"):
         model.fit(X[:100], y[:100])
 

@@ -224,11 +224,16 @@ def test_warm_start_continues_from_the_last_components():
     X, y = load_iris(return_X_y=True)
     model = LMCA(n_components=2, warm_start=True).fit(X, y)
     first = model.components_.copy()
-    model.set_params(max_iter=0, n_components=3)  # ignored when warm-starting, as in NCA
+    model.set_params(max_iter=1, n_components=3)  # n_components ignored when warm-starting, as in NCA
     with pytest.warns(ConvergenceWarning):
         model.fit(X, y)
-    np.testing.assert_allclose(model.components_, first, rtol=1e-12, atol=1e-12)
-    cold = LMCA(n_components=2, max_iter=0)
+    # one iteration from the last components: the fit started at them, given as init
+    from_first = LMCA(n_components=2, init=first, max_iter=1)
+    with pytest.warns(ConvergenceWarning):
+        from_first.fit(X, y)
+    assert model.components_.shape == (2, 4) and model.n_iter_ == 1
+    np.testing.assert_array_equal(model.components_, from_first.components_)
+    cold = LMCA(n_components=2, max_iter=1)
     with pytest.warns(ConvergenceWarning):
         cold.fit(X, y)
-    assert not np.allclose(cold.components_, first)
+    assert not np.allclose(cold.components_, model.components_)

@@ -154,8 +154,9 @@ def test_a_spent_budget_is_reported_not_claimed():
     ({"X": [[0.0, np.nan]] * 3 + [[1.0, 1.0]] * 3}, ValueError, "NaN"),
     ({"y": [0, 1, 2, 3, 4, 5]}, ValueError, "similar"),
     ({"max_iter": 0}, ValueError, "max_iter"),
-    ({"max_iter": 2.5}, ValueError, "max_iter"),
-    ({"tol": 0.0}, ValueError, "tol"),
+    ({"max_iter": 2.5}, TypeError, "max_iter"),
+    ({"tol": -1.0}, ValueError, "tol"),
+    ({"tol": True}, TypeError, "tol"),
 ])
 def test_bad_input_raises_clear_errors(kwargs, error, message):
     rng = np.random.default_rng(0)

@@ -156,11 +156,13 @@ def test_collapse_is_every_point_on_its_targets():
     assert not _collapsed(X, targets)
 
 
-@pytest.mark.parametrize("options, match", [({"max_passes": 0}, "max_passes"),
-                                            ({"max_passes": 2.0}, "max_passes"),
-                                            ({"stop": "never"}, "stop must be one of")])
-def test_bad_options_are_refused(iris, options, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("options, error, match", [({"max_passes": 0}, ValueError, "max_passes"),
+                                                   ({"max_passes": 2.0}, TypeError, "max_passes"),
+                                                   ({"max_iter": 0}, ValueError, "max_iter"),
+                                                   ({"tol": True}, TypeError, "tol"),
+                                                   ({"stop": "never"}, ValueError, "stop must be one of")])
+def test_bad_options_are_refused(iris, options, error, match):
+    with pytest.raises(error, match=match):
         solve_multipass(iris, **options)
 
 

@@ -411,8 +411,9 @@ def test_evaluators_refuse_bad_metrics():
 
 def test_bad_tolerance_and_solver_raise_clear_errors():
     X, y = np.array([[0.0, 0.0], [1.0, 0.5], [2.0, 2.0], [0.5, 3.0]]), [0, 0, 1, 1]
-    for tol in (0.0, -1.0, np.nan, "small", True):
-        with pytest.raises(ValueError, match="tol"):
+    for tol, error in ((-1.0, ValueError), (np.nan, ValueError), (np.inf, ValueError),
+                       ("small", TypeError), (True, TypeError)):
+        with pytest.raises(error, match="tol"):
             solve_mmc(X, y, tol=tol)
     with pytest.raises(ValueError, match="solver"):
         solve_mmc(X, y, solver="MOSEKK")

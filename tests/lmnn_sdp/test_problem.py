@@ -252,9 +252,13 @@ def test_boolean_and_integer_inputs_are_numbers():
 
 
 def test_inputs_are_copied_not_frozen():
-    X = X4.copy()
-    LMNNProblem(X, Y4, k=1)
-    X[0, 0] = 9.0  # the caller's array stays writable
+    X, y, targets = X4.copy(), np.array(Y4), np.array([[1], [0], [3], [2]])
+    problem = LMNNProblem(X, y, targets=targets)
+    for given, kept in ((X, problem.X), (y, problem.y), (targets, problem.targets)):
+        assert not np.shares_memory(given, kept)
+        before = kept.copy()
+        given[0] = given[1]  # the caller's array stays writable...
+        np.testing.assert_array_equal(kept, before)  # ...and the problem's data does not follow it
 
 
 @pytest.mark.parametrize("M, match", [
