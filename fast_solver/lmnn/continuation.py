@@ -52,6 +52,17 @@ def next_width(gamma: float, gap: float, aim: float, shrink: float) -> float:
     return gamma * max(shrink, float(np.sqrt(aim / (2.0 * gap))))
 
 
+def smoothing_limits(mu: float, ev: Evaluation, bound) -> bool:
+    """Whether the smoothing, not the optimisation, limits the estimated gap at a stage's end
+    ``ev``: its complementarity is at least half of ``ev.objective - bound()``. At ``mu = 1`` the
+    estimate has no pull to scale the multipliers by and cannot tell (it is 0 or their sum), so
+    the width shrinks after every stage: a stage ends before the budget only where its Newton
+    iterations found no descent of ``F_gamma`` (or the gap was the complementarity's)."""
+    if mu == 1.0:
+        return True
+    return ev.complementarity >= 0.5 * max(ev.objective - bound(), 0.0)
+
+
 def scaled_bound(mu: float, whitening: ClusterWhitening, ev: Evaluation) -> float:
     """``alpha sum(lambda)`` at the evaluation ``ev`` in whitened coordinates, ``alpha`` the
     smallest over the clusters of their scales into the dual cone: the estimate of the lower

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fast_solver.lmnn.impostors import SEARCH_METHODS
+from lmnn_sdp.core.checks import check_max_iter, check_tol
+
 
 @dataclass(frozen=True)
 class SolverOptions:
@@ -89,3 +92,12 @@ class SolverOptions:
     # spends stages on a plateau, fewer takes a stage that happened to find nothing for a stall
     push_only_decrease: float = 1e-9  # relative fall over that window at or below which it ends stalled:
     # higher stops where eq. 14 still creeps down (a less exact best objective), lower spends stages on a plateau
+
+
+def check_solve_options(tol, max_iter, search: str) -> None:
+    """``fast_solver.solve``'s ``tol`` and ``max_iter`` by the library's rules (``core.checks``)
+    and ``search`` one of ``impostors.SEARCH_METHODS``; the values are used as given."""
+    check_tol(tol)
+    check_max_iter(max_iter)
+    if search not in SEARCH_METHODS:
+        raise ValueError(f"search must be one of {SEARCH_METHODS}, got {search!r}.")

@@ -80,11 +80,11 @@ from tqdm.auto import tqdm
 
 from fast_solver.checkpoint import Checkpoint, Section
 from fast_solver.lmnn import trust_region
-from fast_solver.lmnn.continuation import first_width, next_width, scaled_bound
+from fast_solver.lmnn.continuation import first_width, next_width, scaled_bound, smoothing_limits
 from fast_solver.lmnn.degenerate import known_optimum, push_only_stop, recent_fall, without_pull
 from fast_solver.lmnn.factors import escape, gram, narrowed
-from fast_solver.lmnn.impostors import SEARCH_METHODS, check_band
-from fast_solver.lmnn.options import SolverOptions
+from fast_solver.lmnn.impostors import check_band
+from fast_solver.lmnn.options import SolverOptions, check_solve_options
 from fast_solver.lmnn.result import FastLMNNResult, Stage, solve_message, solve_status
 from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective, WorkingSet
 from fast_solver.lmnn.start import starting_factors
@@ -92,7 +92,6 @@ from fast_solver.lmnn.state import Candidate, SolveState, restored, resumed, sav
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import relative_gap
 from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
-from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import ClusterWhitening, whiten_clusters
@@ -208,7 +207,7 @@ def solve(
     >>> bool(multi.upper <= result.upper)
     True
     """
-    _check_options(tol, max_iter, search)
+    check_solve_options(tol, max_iter, search)
     band = check_band(band)
     if clusters is not None:
         problem = problem.with_clusters(clusters)
@@ -294,7 +293,7 @@ class _Run:
                         return self._result(stop)
                 if state.n_iter >= max_iter:
                     break
-                if self._smoothing_limits(ev):
+                if smoothing_limits(self.problem.mu, ev, lambda: self.scaled_bound(ev)):
                     state.prior = (objective.ws.keys(), objective.pair_multipliers())
                     objective.prior = state.prior[1]
                     state.gamma = next_width(gamma, self._estimated_gap(), state.aim, options.shrink)
@@ -357,7 +356,7 @@ class _Run:
             call.fun, lambda v: objective.hessian_product(v.reshape(shape)).ravel(), call.line, L.ravel(),
             radius=options.initial_radius * np.linalg.norm(L) if radius is None else radius, max_iter=budget,
             stop=call.stop, max_radius=lambda x: options.max_radius * np.linalg.norm(x),
-            preconditioner=lambda: _flat(objective.preconditioner(), shape),
+            preconditioner=lambda: trust_region.flat(objective.preconditioner(), shape),
             max_cg=options.max_cg, min_radius_ratio=options.min_radius_ratio)
         state = self.state
         state.n_iter += result.nit
@@ -424,16 +423,6 @@ class _Run:
             triplets, _ = objective.multipliers()
             self.state.upper = Candidate(ev.objective, metric=M_w, triplets=triplets)
             self.state.upper_path.append((time.perf_counter() - self.state.start_time, ev.objective))
-
-    def _smoothing_limits(self, ev: Evaluation) -> bool:
-        """Whether the smoothing, not the optimisation, limits the estimated gap at the stage's
-        end ``ev``: its complementarity is at least half of it. At ``mu = 1`` the estimate has
-        no pull to scale the multipliers by and cannot tell (it is 0 or their sum), so the width
-        shrinks after every stage: a stage ends before the budget only where its Newton
-        iterations found no descent of ``F_gamma`` (or the gap was the complementarity's)."""
-        if self.problem.mu == 1.0:
-            return True
-        return ev.complementarity >= 0.5 * max(ev.objective - self.scaled_bound(ev), 0.0)
 
     def _proof_within(self) -> float:
         """The estimated gap at which a certificate is tried: ``prove_within`` tol, and after a
@@ -559,17 +548,3 @@ class _NewtonCall:
         if reason == "stop" and self.saddle >= self.run.options.saddle_patience:
             return "saddle"
         return reason
-
-
-def _flat(apply, shape):
-    """``apply`` on arrays of ``shape`` as a function of flat vectors."""
-    return lambda v: apply(v.reshape(shape)).ravel()
-
-
-def _check_options(tol, max_iter, search) -> None:
-    """``tol`` and ``max_iter`` by the library's rules (``core.checks``), ``search`` one of
-    ``SEARCH_METHODS``; the values are used as given."""
-    check_tol(tol)
-    check_max_iter(max_iter)
-    if search not in SEARCH_METHODS:
-        raise ValueError(f"search must be one of {SEARCH_METHODS}, got {search!r}.")

@@ -34,6 +34,11 @@ class TrustRegionResult:
     reason: str
 
 
+def flat(apply: Callable, shape: tuple) -> Callable:
+    """``apply`` on arrays of ``shape`` as a function of flat vectors (a preconditioner)."""
+    return lambda v: apply(v.reshape(shape)).ravel()
+
+
 def minimize(fun: Callable, hessp: Callable, line: Callable, x0: np.ndarray, radius: float,
              max_iter: int, stop: Callable[[np.ndarray], bool],
              max_radius: Callable[[np.ndarray], float],
