@@ -76,6 +76,11 @@ from lmnn_sdp.formulations.svec import (
 )
 
 SOLVERS = ("CLARABEL", "SCS")
+TIGHT_OPTIONS = {  # each solver's tolerances where its defaults limit the certified gap
+    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
+                 "tol_ktratio": 1e-8, "max_iter": 400},
+    "SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 10_000},
+}
 PULL_FLOOR = 1e-6
 """The least ratio ``(1 - mu_s) / mu_s`` of pull to push weight in the SDPs that search for the
 optimum (``search_mu``): small enough that mu up to ``1 - PULL_FLOOR`` is searched as given,

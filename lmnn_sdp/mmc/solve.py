@@ -36,18 +36,12 @@ import numpy as np
 
 from lmnn_sdp.certificates.certified import CertifiedMMCResult
 from lmnn_sdp.core.checks import check_tol
-from lmnn_sdp.formulations.sdp import SOLVERS, check_solver, solve_quietly
+from lmnn_sdp.formulations.sdp import SOLVERS, TIGHT_OPTIONS, check_solver, solve_quietly
 from lmnn_sdp.mmc.bound import Whitening, whiten
 from lmnn_sdp.mmc.certificate import MMCCertificate, certify_metric
 from lmnn_sdp.mmc.problem import MMCProblem, mmc_problem
 from lmnn_sdp.mmc.refine import metric_of, refine, start_point
 from lmnn_sdp.status import CONVERGED, STALLED
-
-TIGHT_OPTIONS = {  # each solver's tolerances for the second and third rungs of the ladder
-    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
-                 "tol_ktratio": 1e-8, "max_iter": 400},
-    "SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 10_000},
-}
 
 
 @dataclass(frozen=True)
