@@ -9,10 +9,10 @@ and the certificate (``certificate``). ``"cutting-plane"`` (the default) and
 
 from __future__ import annotations
 
+from lmnn_sdp.certificates.certificate import ATOL
 from lmnn_sdp.core.checks import check_tol
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import reduced_space
-from lmnn_sdp.certificates.certificate import ATOL
 from lmnn_sdp.formulations.sdp import FORMULATIONS, TIGHT_OPTIONS, check_solver
 from lmnn_sdp.generation.aggregated import solve_aggregated
 from lmnn_sdp.generation.cutting_plane import solve_cutting_plane
