@@ -91,7 +91,7 @@ from fast_solver.lmnn.start import starting_factors
 from fast_solver.lmnn.state import Candidate, SolveState, restored, resumed, saved, solve_checkpoint
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.certificates.bounds import relative_gap
-from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove
+from lmnn_sdp.certificates.certificate import ATOL, Certificate, prove_projected
 from lmnn_sdp.core.line_search import ray_minimum
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.whitening import ClusterWhitening, whiten_clusters
@@ -440,7 +440,7 @@ class _Run:
         return relative_gap(self.state.upper.value, reach) <= self.tol * (1.0 + self.options.provable_margin)
 
     def _certificate(self) -> Certificate:
-        """The rigorous certificate of the best metric and multipliers (``certificates.prove``):
+        """The rigorous certificate of the best metric and multipliers (``certificate.prove_projected``):
         eq. 14 evaluated anew on the inputs with its rounding bound, the lower bound proved in the
         sphered data range; once for each pair of candidates (replaced, never changed)."""
         upper, lower = self.state.upper, self.state.lower
@@ -453,8 +453,8 @@ class _Run:
         if w.singular:  # killable impostors were left out: push them out
             metrics = w.push_out(self.problem, metrics)
         single = self.problem.clusters is None
-        self.certificate = prove(self.problem, metrics[0] if single else metrics,
-                                 lower.triplets, lower.multipliers, tol=self.tol)
+        self.certificate = prove_projected(self.problem, metrics[0] if single else metrics,
+                                           lower.triplets, lower.multipliers, tol=self.tol)
         self.state.timings["bounds"] += time.perf_counter() - tic
         return self.certificate
 

@@ -290,8 +290,8 @@ def test_each_pair_of_candidates_is_proved_once(iris, monkeypatch):
         proved.append((np.asarray(metric).copy(), np.asarray(multipliers).copy()))
         return original(problem, metric, triplets, multipliers, **kwargs)
 
-    original = solver.prove
-    monkeypatch.setattr(solver, "prove", counting_prove)
+    original = solver.prove_projected
+    monkeypatch.setattr(solver, "prove_projected", counting_prove)
     result = solve(iris, tol=1e-6)
     assert result.converged and len(proved) >= 1
     np.testing.assert_array_equal(proved[-1][0], result.certificate.metric)
@@ -312,8 +312,8 @@ def test_only_multipliers_that_can_reach_tol_are_proved(iris, monkeypatch):
         reach.append(relative_gap(certificate.upper, np.clip(multipliers, 0, problem.mu).sum()))
         return certificate
 
-    original = solver.prove
-    monkeypatch.setattr(solver, "prove", recording_prove)
+    original = solver.prove_projected
+    monkeypatch.setattr(solver, "prove_projected", recording_prove)
     result = solve(iris, tol=1e-6)
     assert result.converged
     assert reach and max(reach) <= 1e-6 * (1 + solver.OPTIONS.provable_margin)
@@ -325,13 +325,13 @@ def test_a_certificate_that_cannot_prove_tol_ends_the_solve_as_stalled(iris, mon
     import dataclasses
 
 
-    original = solver.prove
+    original = solver.prove_projected
 
     def short_of_tol(*args, **kwargs):
         cert = original(*args, **kwargs)
         return dataclasses.replace(cert, certified=False, relative_gap=max(cert.relative_gap, 5e-6))
 
-    monkeypatch.setattr(solver, "prove", short_of_tol)
+    monkeypatch.setattr(solver, "prove_projected", short_of_tol)
     result = solve(iris, tol=1e-6, max_iter=1000)
     assert result.status == "stalled" and not result.converged and not result.certified
     assert result.n_iter < 1000
@@ -345,14 +345,14 @@ def test_after_a_failed_proof_the_next_waits_for_half_the_estimated_gap(iris, mo
     import dataclasses
 
 
-    original, stages, proofs = solver.prove, [], []
+    original, stages, proofs = solver.prove_projected, [], []
 
     def short_of_tol(*args, **kwargs):
         proofs.append(stages[-1].relative_gap)  # the estimate of the stage just recorded
         cert = original(*args, **kwargs)
         return dataclasses.replace(cert, certified=False, relative_gap=max(cert.relative_gap, 5e-6))
 
-    monkeypatch.setattr(solver, "prove", short_of_tol)
+    monkeypatch.setattr(solver, "prove_projected", short_of_tol)
     result = solve(iris, tol=1e-6, max_iter=1000, callback=stages.append)
     assert result.status == "stalled"
     assert len(proofs) >= 3

@@ -104,3 +104,14 @@ def test_an_optimum_near_the_solvers_absolute_tolerance_is_certified_by_a_tight_
     result = solve_lmnn(problem, method=method)
     assert result.certified and result.upper == pytest.approx(2.0820877e-4, rel=1e-6)
     assert result.certificate.verify().certified
+
+
+def test_a_metric_indefinite_by_a_rounding_is_proved_at_its_psd_projection():
+    # the long run's second counterexample: integer points at mu = 0.999, where the fast
+    # solver's lifted metric (entries of 1e-13 beside zero diagonals) was known only to
+    # +-5.3e-8 at eq. 14 = 1e-3; its PSD projection is known to +-1e-16 and proves the gap
+    X = np.array([[-2, 1, 2], [0, 2, 0], [-1, 1, 0], [0, 0, -2], [-2, 0, -2], [2, 2, -2]], dtype=float)
+    problem = LMNNProblem(X, np.repeat([0, 1], 3), k=1, mu=0.999)
+    result = fast_solver.solve(problem, tol=TOL)
+    assert result.certified and result.upper == pytest.approx(1e-3, rel=1e-6)
+    assert result.certificate.upper_error < 1e-12 and result.certificate.verify().certified
