@@ -226,6 +226,7 @@ def test_iris_diagonal_is_certified():
     assert np.sum(pair_distances(X, similar, result.metric)) == pytest.approx(0.5, rel=1e-12)
 
 
+@pytest.mark.slow  # wine's full SDP, about 15 s; test_iris_full_is_certified keeps the behaviour in the quick loop
 def test_wine_full_is_certified():
     X, y = wine_standardised()
     result = solve_mmc(X, y)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris, load_wine
 
+from fast_solver import solve_mmc_fast
 from lmnn_sdp import MMCCertificate, certify_mmc, solve_mmc
 from lmnn_sdp.certificates import storage
 from lmnn_sdp.mmc import compiled, pairs
@@ -179,9 +180,11 @@ def test_implicit_and_explicit_certificates_agree(iris_pair):
 
 
 def test_wine_raw_scales_keep_the_implicit_gap_small():
-    """Raw wine features differ in scale by 1e4; the weighted slack keeps e_p small."""
+    """Raw wine features differ in scale by 1e4; the weighted slack keeps e_p small. The optimal
+    metric is the fast solver's at tol 1e-9 (0.1 s; the exact solve of wine's full SDP takes
+    15 s, and its agreement with the fast solver is tests/fast_solver/test_mmc.py's, slow)."""
     X, y = load_wine(return_X_y=True)
-    metric = solve_mmc(X, y).metric
+    metric = solve_mmc_fast(X, y, tol=1e-9).metric
     implicit = certify_mmc(X, metric, y, implicit=True)
     assert implicit.certified and implicit.relative_gap <= 1e-9
     assert implicit.verify().certified
