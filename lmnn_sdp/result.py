@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmnn_sdp.candidate import certify
-from lmnn_sdp.certificates.bounds import significant
+from lmnn_sdp.certificates.bounds import significant, snap_multipliers
 from lmnn_sdp.certificates.certificate import Certificate
 from lmnn_sdp.certificates.certified import CertifiedResult
 from lmnn_sdp.core.clusters import lift_metrics
@@ -116,6 +116,10 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSol
         "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
     }
     certificate = max(certificates.values(), key=lambda c: c.lower)
+    if not certificate.certified:  # the solver's multipliers a rounding short of their bounds
+        certificates["snapped multipliers"] = certify(problem, metric, triplets=triplets, tol=tol, space=space,
+                                                      multipliers=snap_multipliers(solution.multipliers, problem.mu))
+        certificate = max(certificates.values(), key=lambda c: c.lower)
     return SDPResult(certificate=certificate, certificates=certificates,
                      **stop_status(certificate, budget_spent), solver_status=solution.status, solver=solver,
                      method=method, n_triplets=len(triplets), triplets=triplets,

@@ -56,7 +56,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from lmnn_sdp.candidate import certify
-from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap
+from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap, snap_multipliers
 from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.checks import check_max_iter
 from lmnn_sdp.core.clusters import lift_metrics
@@ -182,4 +182,8 @@ def _final_certificates(problem, space, metric, best, solver, tol) -> dict:
             break
         certificates[f"complementary slackness, band {band:g}"] = certify(
             problem, metric, tol=tol, band=band, solver=solver, space=space)
+    if best is not None and len(best[0]) and not any(c.certified for c in certificates.values()):
+        triplets, multipliers = best
+        certificates["best round, snapped"] = prove(problem, metric, triplets,
+                                                    snap_multipliers(multipliers, problem.mu), tol=tol)
     return certificates

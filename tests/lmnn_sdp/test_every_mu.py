@@ -115,3 +115,14 @@ def test_a_metric_indefinite_by_a_rounding_is_proved_at_its_psd_projection():
     result = fast_solver.solve(problem, tol=TOL)
     assert result.certified and result.upper == pytest.approx(1e-3, rel=1e-6)
     assert result.certificate.upper_error < 1e-12 and result.certificate.verify().certified
+
+
+def test_multipliers_a_solver_tolerance_short_of_mu_are_snapped_to_it():
+    # the long run's third counterexample: mu = 3.6e-8, where M = 0 is optimal (1.29e-6) and
+    # the aggregated method's tied multipliers at (1 - 9e-6) mu proved only a gap of 9.2e-6
+    X = np.array([[0.1257302210933933], [-0.1321048632913019], [0.6404226504432821],
+                  [2.10490011715304], [1.4643306268388891], [2.361595054909485]])
+    problem = LMNNProblem(X, np.repeat([0, 1], 3), k=2, mu=3.596021773341153e-08)
+    result = solve_lmnn(problem, method="aggregated", tol=TOL)
+    assert result.certified and result.upper == pytest.approx(problem.mu * problem.n_triplets, rel=1e-9)
+    assert result.certificate.verify().certified
