@@ -54,11 +54,11 @@ def next_width(gamma: float, gap: float, aim: float, shrink: float) -> float:
 
 def smoothing_limits(mu: float, ev: Evaluation, bound) -> bool:
     """Whether the smoothing, not the optimisation, limits the estimated gap at a stage's end
-    ``ev``: its complementarity is at least half of ``ev.objective - bound()``. At ``mu = 1`` the
-    estimate has no pull to scale the multipliers by and cannot tell (it is 0 or their sum), so
-    the width shrinks after every stage: a stage ends before the budget only where its Newton
+    ``ev``: its complementarity is at least half of ``ev.objective - bound()``. At ``mu = 1``, and
+    where ``1 - mu`` is float64's resolution of 1, the estimate has no pull to scale the
+    multipliers by and cannot tell (it is 0 or their sum), so the width shrinks after every stage: a stage ends before the budget only where its Newton
     iterations found no descent of ``F_gamma`` (or the gap was the complementarity's)."""
-    if mu == 1.0:
+    if 1.0 - mu <= np.finfo(float).eps:  # mu = 1, or 1 - mu at float64's resolution of 1
         return True
     return ev.complementarity >= 0.5 * max(ev.objective - bound(), 0.0)
 
