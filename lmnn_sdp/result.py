@@ -110,22 +110,30 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSol
                            f"{solution.status!r}); try the other solver or solver_options.")
     metrics = lift_metrics(problem, space, solution.metrics_reduced)
     metric = metrics if problem.clusters is not None else metrics[0]
-    certificates = {
-        "solver multipliers": certify(problem, metric, triplets=triplets,
-                                      multipliers=solution.multipliers, tol=tol, space=space),
-        "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
-    }
+    certificates = certificates_of(problem, space, metric, triplets, solution.multipliers, solver, tol)
     certificate = max(certificates.values(), key=lambda c: c.lower)
-    if not certificate.certified:  # the solver's multipliers a rounding short of their bounds
-        certificates["snapped multipliers"] = certify(problem, metric, triplets=triplets, tol=tol, space=space,
-                                                      multipliers=snap_multipliers(solution.multipliers, problem.mu))
-        certificate = max(certificates.values(), key=lambda c: c.lower)
     return SDPResult(certificate=certificate, certificates=certificates,
                      **stop_status(certificate, budget_spent), solver_status=solution.status, solver=solver,
                      method=method, n_triplets=len(triplets), triplets=triplets,
                      multipliers=solution.multipliers,
                      timings={"build": solution.build_time, "solve": solution.solve_time},
                      rounds=rounds or [])
+
+
+def certificates_of(problem: LMNNProblem, space: ReducedSpace, metric: np.ndarray, triplets: np.ndarray,
+                    multipliers: np.ndarray, solver: str, tol: float) -> dict[str, Certificate]:
+    """The certificates of an exact method's ``metric``: with the solver's ``multipliers`` (T,)
+    on ``triplets`` (T, 3), by complementary slackness, and where neither proves ``tol``, with
+    the solver's multipliers snapped to their bounds 0 and mu (``bounds.snap_multipliers``)."""
+    certificates = {
+        "solver multipliers": certify(problem, metric, triplets=triplets, multipliers=multipliers,
+                                      tol=tol, space=space),
+        "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
+    }
+    if not any(c.certified for c in certificates.values()):  # a solver's tolerance short of the bounds
+        certificates["snapped multipliers"] = certify(problem, metric, triplets=triplets, tol=tol, space=space,
+                                                      multipliers=snap_multipliers(multipliers, problem.mu))
+    return certificates
 
 
 def stop_status(certificate: Certificate, budget_spent: bool) -> dict:

@@ -25,15 +25,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.candidate import certify
-from lmnn_sdp.certificates.certificate import prove
 from lmnn_sdp.core.checks import check_max_iter, check_triplets, triplet_keys
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, search_mu
 from lmnn_sdp.generation.scaling import best_scale
 from lmnn_sdp.generation.start import starting_metrics
-from lmnn_sdp.result import SDPResult, certified_result, stop_status
+from lmnn_sdp.result import SDPResult, certificates_of, certified_result, stop_status
 
 
 @dataclass(frozen=True)
@@ -112,10 +110,7 @@ def _scaled(problem: LMNNProblem, space: ReducedSpace, result: SDPResult, solver
     if not value < (1.0 - tol) * result.upper:
         return result
     metric = metrics if problem.clusters is not None else metrics[0]
-    certificates = {
-        "solver multipliers": prove(problem, metric, result.triplets, result.multipliers, tol=tol),
-        "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
-    }
+    certificates = certificates_of(problem, space, metric, result.triplets, result.multipliers, solver, tol)
     return replace(result, certificates=certificates,
                    certificate=max(certificates.values(), key=lambda c: c.lower))
 
