@@ -131,3 +131,14 @@ def test_multipliers_a_solver_tolerance_short_of_mu_are_snapped_to_it():
     result = solve_lmnn(problem, method="aggregated", tol=TOL)
     assert result.certified and result.upper == pytest.approx(problem.mu * problem.n_triplets, rel=1e-9)
     assert result.certificate.verify().certified
+
+
+def test_a_gap_near_tol_is_closed_by_a_tight_solve():
+    # the long run's sixth counterexample: integer points at mu = 0.999, optimum 4.74, where
+    # Clarabel's defaults left the cutting plane at a certified gap of 4.0e-6
+    X = np.array([[2, -2, -2], [-1, -2, 2], [2, 0, -2], [-2, -1, 0], [1, 0, -1], [-2, 1, 1]], dtype=float)
+    problem = LMNNProblem(X, np.repeat([0, 1], 3), k=1, mu=0.999)
+    assert not solve_lmnn(problem, tol=TOL, solver_options={}).certified  # the defaults, no second solve
+    result = solve_lmnn(problem, tol=TOL)
+    assert result.certified and result.upper == pytest.approx(4.7417215, rel=1e-6)
+    assert result.certificate.verify().certified
