@@ -253,10 +253,9 @@ def solve_mm_lmnn(problem: LMNNProblem, clusters=None, solver: str = "CLARABEL",
 def _solve(problem, solver, method, tol, formulation, solver_options, options):
     """The solve of ``method``; where it proves no gap within ``tol`` but comes near (a relative
     gap within ``TIGHT_WITHIN``, or bounds within ``ATOL`` of each other at a tiny optimum), once
-    more with the solver's ``TIGHT_OPTIONS`` unless ``solver_options`` were given: the solver's
-    tolerance, not the method, stopped the proof (six points at mu = 0.999, optimum 4.74:
-    cutting plane 4.0e-6, tight 5.7e-8; optimum 2.08e-4: 3.6e-6, tight 2.3e-7). The better
-    certificate wins."""
+    more with the solver's ``TIGHT_OPTIONS`` unless ``solver_options`` were given, since the
+    solver's tolerance, not the method, stopped the proof; the better certificate wins (design
+    note docs/design/certificates.md, "The property test over mu, at length")."""
     result = _solve_once(problem, solver, method, tol, formulation, solver_options, options)
     near = result.relative_gap <= TIGHT_WITHIN or result.upper - result.lower <= ATOL
     if result.certified or solver_options is not None or not near:

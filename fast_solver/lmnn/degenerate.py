@@ -2,7 +2,7 @@
 
 - ``mu = 0``: eq. 14 is the pull term alone, ``>= 0`` and attained at ``M = 0``.
 - ``mu`` so small that ``M = 0``, where eq. 14 is ``mu`` times the number of triplets, is within
-  ``atol`` of the optimum 0 (``mu = 1e-300``, where the smoothing's ``gamma / mu`` overflows).
+  ``atol`` of the optimum 0 (below it the smoothing's ``gamma / mu`` may overflow).
 - Every impostor can be pushed out along the null space of its cluster's pull matrix
   (``ClusterWhitening.every_impostor_killable``, as with fewer points than features):
   eq. 14's optimum is 0, attained in the limit of metrics that grow along those null

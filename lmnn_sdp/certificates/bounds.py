@@ -297,8 +297,8 @@ REPAIR_CANDIDATES = 1000  # triplets per negative direction offered to each prog
 def snap_multipliers(multipliers: np.ndarray, mu: float, within: float = 1e-3) -> np.ndarray:
     """``multipliers`` (T,) with those within ``within mu`` of 0 or of ``mu`` set there: an
     interior-point solver stops short of the bounds ``[0, mu]`` by its tolerance, which at a
-    small objective is the whole gap (mu = 3.6e-8, M = 0 optimal: the tied multipliers at
-    ``(1 - 9e-6) mu`` proved a gap of 9.2e-6, at ``mu`` they prove it)."""
+    small objective can be the whole gap (design note docs/design/certificates.md, "The
+    property test over mu, at length")."""
     near_mu = multipliers >= (1.0 - within) * mu
     return np.where(near_mu, mu, np.where(multipliers <= within * mu, 0.0, multipliers))
 

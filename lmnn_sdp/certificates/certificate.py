@@ -305,9 +305,9 @@ def prove_projected(problem: LMNNProblem, metric, triplets, multipliers, *, tol:
     ``prove`` again at its PSD projection (eq. 20, per metric): the better certificate.
 
     A metric computed as ``L^T L`` and lifted to the inputs can be indefinite by a rounding
-    (entries of 1e-13 beside zero diagonals), and the PSD correction of its rounding bound
-    (``core.rounding``) then costs far more than the rounding itself: eq. 14 = 1e-3 known only
-    to +-5.3e-8 on six integer points at mu = 0.999, to +-9.4e-14 once projected."""
+    (tiny entries beside zero diagonals), and the PSD correction of its rounding bound
+    (``core.rounding``) then costs far more than the rounding itself (design note
+    docs/design/certificates.md, "The property test over mu, at length")."""
     certificate = prove(problem, metric, triplets, multipliers, tol=tol)
     if certificate.certified or not certificate.upper_error > 0.5 * tol * certificate.upper:
         return certificate
