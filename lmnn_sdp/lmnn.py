@@ -57,7 +57,9 @@ def solve_lmnn(problem: LMNNProblem, solver: str = "CLARABEL", method: str = "cu
         The SDP solved; default ``"primal"`` for ``"full"`` and ``"dual"`` for
         ``"cutting-plane"``. ``"aggregated"`` always solves the dual and takes none.
     solver_options : dict, optional
-        Keyword arguments of ``cvxpy.Problem.solve``.
+        Keyword arguments of ``cvxpy.Problem.solve``. Without them, a solve that comes near
+        ``tol`` without proving it (a relative gap within ``TIGHT_WITHIN``) runs once more with
+        the solver's tight tolerances (``formulations.sdp.TIGHT_OPTIONS``).
     **options
         Only with constraint generation. ``"cutting-plane"``: ``working_set``
         (array of int of shape (T, 3)), ``start`` (a metric (d, d)), ``add_band``
