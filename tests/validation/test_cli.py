@@ -5,6 +5,7 @@ finished and exits 130; gaps print with the digits that tell them from 1."""
 from __future__ import annotations
 
 import argparse
+import importlib.abc
 import json
 import os
 import re
@@ -13,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import importlib.abc
 from importlib.metadata import entry_points
 from pathlib import Path
 
