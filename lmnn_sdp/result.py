@@ -99,18 +99,19 @@ class SDPResult(CertifiedResult):
 
 def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSolution,
                      triplets: np.ndarray, solver: str, method: str, tol: float,
-                     rounds: list | None = None, budget_spent: bool = False) -> SDPResult:
+                     rounds: list | None = None, budget_spent: bool = False, final: bool = True) -> SDPResult:
     """Project the solver's metrics onto the PSD cone, lift them, push killable impostors out
     (``sdp.push_out_of_null_spaces``) and certify them.
 
     Two lower bounds: from the solver's multipliers and from complementary
-    slackness at the metrics; ``certificate`` is the better one."""
+    slackness at the metrics, and for a ``final`` answer the snapped multipliers
+    (``certificates_of``); ``certificate`` is the best one."""
     if not np.all(np.isfinite(solution.metrics_reduced)) or not np.all(np.isfinite(solution.multipliers)):
         raise RuntimeError(f"{solver} returned no usable solution (status "
                            f"{solution.status!r}); try the other solver or solver_options.")
     metrics = lift_metrics(problem, space, solution.metrics_reduced)
     metric = metrics if problem.clusters is not None else metrics[0]
-    certificates = certificates_of(problem, space, metric, triplets, solution.multipliers, solver, tol)
+    certificates = certificates_of(problem, space, metric, triplets, solution.multipliers, solver, tol, final)
     certificate = max(certificates.values(), key=lambda c: c.lower)
     return SDPResult(certificate=certificate, certificates=certificates,
                      **stop_status(certificate, budget_spent), solver_status=solution.status, solver=solver,
@@ -121,19 +122,27 @@ def certified_result(problem: LMNNProblem, space: ReducedSpace, solution: SDPSol
 
 
 def certificates_of(problem: LMNNProblem, space: ReducedSpace, metric: np.ndarray, triplets: np.ndarray,
-                    multipliers: np.ndarray, solver: str, tol: float) -> dict[str, Certificate]:
+                    multipliers: np.ndarray, solver: str, tol: float, snap: bool = True) -> dict[str, Certificate]:
     """The certificates of an exact method's ``metric``: with the solver's ``multipliers`` (T,)
-    on ``triplets`` (T, 3), by complementary slackness, and where neither proves ``tol``, with
-    the solver's multipliers snapped to their bounds 0 and mu (``bounds.snap_multipliers``)."""
+    on ``triplets`` (T, 3), by complementary slackness, and with ``snap`` where neither proves
+    ``tol``, the solver's multipliers snapped to their bounds 0 and mu (``bounds.snap_multipliers``;
+    left out of a constraint-generation round that is not the last)."""
     certificates = {
         "solver multipliers": certify(problem, metric, triplets=triplets, multipliers=multipliers,
                                       tol=tol, space=space),
         "complementary slackness": certify(problem, metric, tol=tol, space=space, solver=solver),
     }
-    if not any(c.certified for c in certificates.values()):  # a solver's tolerance short of the bounds
-        certificates["snapped multipliers"] = certify(problem, metric, triplets=triplets, tol=tol, space=space,
-                                                      multipliers=snap_multipliers(multipliers, problem.mu))
+    if snap and not any(c.certified for c in certificates.values()):  # a tolerance short of the bounds
+        certificates["snapped multipliers"] = snapped_certificate(problem, space, metric, triplets, multipliers, tol)
     return certificates
+
+
+def snapped_certificate(problem: LMNNProblem, space: ReducedSpace, metric: np.ndarray, triplets: np.ndarray,
+                        multipliers: np.ndarray, tol: float) -> Certificate:
+    """The certificate of ``metric`` with the solver's ``multipliers`` (T,) on ``triplets`` (T, 3)
+    snapped to their bounds 0 and mu (``bounds.snap_multipliers``)."""
+    return certify(problem, metric, triplets=triplets, multipliers=snap_multipliers(multipliers, problem.mu),
+                   tol=tol, space=space)
 
 
 def stop_status(certificate: Certificate, budget_spent: bool) -> dict:

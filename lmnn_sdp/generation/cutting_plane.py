@@ -31,7 +31,7 @@ from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, search_mu
 from lmnn_sdp.generation.scaling import best_scale
 from lmnn_sdp.generation.start import starting_metrics
-from lmnn_sdp.result import SDPResult, certificates_of, certified_result, stop_status
+from lmnn_sdp.result import SDPResult, certificates_of, certified_result, snapped_certificate, stop_status
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
         begin = time.perf_counter()
         solution = FORMULATIONS[formulation](problem, space, working, solver,
                                              solver_options=solver_options, mu=mu_s)
-        result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol)
+        result = certified_result(problem, space, solution, working, solver, "cutting-plane", tol, final=False)
         build, solve = build + solution.build_time, solve + solution.solve_time
         found = problem.active_triplets(result.metric, band=add_band)
         fresh = new_rows(found, working)
@@ -103,14 +103,19 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
 
 def _scaled(problem: LMNNProblem, space: ReducedSpace, result: SDPResult, solver: str,
             tol: float) -> SDPResult:
-    """``result`` at the best multiple of its metric (``scaling.best_scale``), certified anew,
-    when that lowers eq. 14 by more than ``tol`` of it: the SDP's metric clears every hinge
-    (``mu = 1``) or vanishes (``mu = 0``) only up to the solver's accuracy."""
+    """The last round's ``result`` certified as the answer: at the best multiple of its metric
+    (``scaling.best_scale``) when that lowers eq. 14 by more than ``tol`` of it (the SDP's metric
+    clears every hinge (``mu = 1``) or vanishes (``mu = 0``) only up to the solver's accuracy),
+    and with the snapped multipliers where it proves no gap within ``tol`` (``certificates_of``)."""
     _, metrics, value = best_scale(problem, problem.objective, result.metrics, result.upper)
-    if not value < (1.0 - tol) * result.upper:
+    if value < (1.0 - tol) * result.upper:
+        metric = metrics if problem.clusters is not None else metrics[0]
+        certificates = certificates_of(problem, space, metric, result.triplets, result.multipliers, solver, tol)
+    elif result.certified:
         return result
-    metric = metrics if problem.clusters is not None else metrics[0]
-    certificates = certificates_of(problem, space, metric, result.triplets, result.multipliers, solver, tol)
+    else:
+        certificates = {**result.certificates, "snapped multipliers": snapped_certificate(
+            problem, space, result.metric, result.triplets, result.multipliers, tol)}
     return replace(result, certificates=certificates,
                    certificate=max(certificates.values(), key=lambda c: c.lower))
 
