@@ -85,7 +85,8 @@ def cross_product(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     chunk = -(-len(X) // SEARCH_THREADS)
     if SEARCH_THREADS == 1 or len(X) < 2 * _MIN_CHUNK:
         return X.T @ Y
-    return sum(_on_threads(lambda start: X[start:start + chunk].T @ Y[start:start + chunk], range(0, len(X), chunk)))
+    return sum(_on_threads(lambda start: X[start:start + chunk].T @ Y[start:start + chunk], range(0, len(X), chunk),
+                           len(X)))
 
 
 def impostor_radius(target_d: np.ndarray, band: float = 0.0) -> np.ndarray:
@@ -156,7 +157,7 @@ def in_chunks(size: int, fill) -> None:
         for start in starts:
             fill(start, min(start + chunk, size))
         return
-    _on_threads(lambda start: fill(start, min(start + chunk, size)), starts)
+    _on_threads(lambda start: fill(start, min(start + chunk, size)), starts, size)
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -175,7 +176,7 @@ def cluster_impostor_pairs(Z: np.ndarray, clusters: np.ndarray, codes: np.ndarra
     if len(Z) == 1:
         return impostor_pairs(Z[0], codes, radius, method, searched, return_distance=False)
     parts = _on_threads(lambda c: impostor_pairs(Z[c], codes, radius, method, searched, columns=clusters == c,
-                                                 return_distance=False), range(len(Z)))
+                                                 return_distance=False), range(len(Z)), Z.shape[1])
     i, l = (np.concatenate(part) for part in zip(*parts))
     order = np.argsort(pair_keys(i, l, Z.shape[1]), kind="stable")
     return i[order], l[order]
@@ -329,7 +330,7 @@ def _blockwise_candidates(Z, codes, radius, searched, columns):
         measure(np.flatnonzero(other & searched & ~columns), np.flatnonzero(own & columns), 0, found)
         return _gather(found)
 
-    return _gather(_on_threads(one_class, np.unique(codes[columns])))  # a class without candidates has no pairs here
+    return _gather(_on_threads(one_class, np.unique(codes[columns]), len(Z)))  # a class without candidates: no pairs
 
 
 def _balltree_candidates(Z, codes, radius, searched, columns):
@@ -346,16 +347,19 @@ def _balltree_candidates(Z, codes, radius, searched, columns):
         counts = np.fromiter((len(h) for h in hits), dtype=np.intp, count=len(hits))
         return np.repeat(others, counts), members[_concatenate(list(hits))], np.ones(counts.sum(), dtype=bool)
 
-    return _gather(_on_threads(one_class, np.unique(codes[columns])))
+    return _gather(_on_threads(one_class, np.unique(codes[columns]), len(Z)))
 
 
-def _on_threads(task, items) -> list:
+def _on_threads(task, items, rows: int) -> list:
     """``[task(item) for item in items]`` on ``SEARCH_THREADS`` threads (numpy, BLAS and the ball
-    tree release the GIL): the clusters of a search, or the classes of one; a task already on
-    a thread of the pool runs its own items in turn (waiting on the pool there could leave
-    every thread waiting)."""
+    tree release the GIL): the clusters of a search, or the classes of one, or a search's
+    chunks of ``rows`` rows in all. A search of fewer than ``_MIN_CHUNK`` rows runs on the
+    calling thread (handing it to the pool costs more than it saves), and so does a task
+    already on a thread of the pool (waiting on the pool there could leave every thread
+    waiting)."""
     items = list(items)
-    if SEARCH_THREADS == 1 or len(items) <= 1 or getattr(_WORKER, "inside", False):
+    if (SEARCH_THREADS == 1 or len(items) <= 1 or rows < _MIN_CHUNK
+            or getattr(_WORKER, "inside", False)):
         return [task(item) for item in items]
 
     def run(item):
