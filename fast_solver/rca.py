@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from fast_solver._base import LinearMetricTransformer, reject_complex
-from lmnn_sdp.core.checks import check_inputs
+from lmnn_sdp.core.checks import check_inputs, check_tol
 
 RANK_RTOL = 1e-10  # within-chunklet variances at most this of the largest count as zero
 
@@ -61,7 +61,9 @@ def rca_components(X, chunklets, rtol: float = RANK_RTOL) -> np.ndarray:
     ------
     ValueError
         If ``chunklets`` is not one integer per row, no chunklet holds two points, or
-        every chunklet holds identical points.
+        every chunklet holds identical points; or ``rtol`` is not in [0, 1).
+    TypeError
+        If ``rtol`` is not a real number (``True``, ``"1e-10"``).
 
     Warns
     -----
@@ -85,6 +87,8 @@ def rca_components(X, chunklets, rtol: float = RANK_RTOL) -> np.ndarray:
     (3, 3)
     """
     X = check_inputs(X)
+    if check_tol(rtol, "rtol") >= 1:
+        raise ValueError(f"rtol must be below 1 (a share of the largest eigenvalue), got {rtol!r}; pass e.g. 1e-10.")
     C = within_chunklet_covariance(X, chunklets)
     eigenvalues, V = np.linalg.eigh(C)
     keep = eigenvalues > rtol * eigenvalues[-1]

@@ -77,12 +77,12 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     Raises
     ------
     ValueError
-        A ``tol`` or ``atol`` that is negative or not finite; ``triplets`` without
+        A ``tol``, ``atol`` or ``band`` that is negative or not finite; ``triplets`` without
         ``multipliers`` or the reverse; ``M`` of the wrong shape, not finite, not symmetric
         or not PSD; ``triplets`` that are not distinct triplets of the problem;
         ``multipliers`` of the wrong shape or not finite; bad ``clusters``.
     TypeError
-        Non-real ``M``; non-integer ``triplets`` or ``clusters``; a ``tol`` or ``atol`` that is
+        Non-real ``M``; non-integer ``triplets`` or ``clusters``; a ``tol``, ``atol`` or ``band`` that is
         not a real number (``True``, ``"1e-6"``).
 
     See Also
@@ -117,6 +117,7 @@ def certify(problem: LMNNProblem, M, *, clusters=None, triplets=None, multiplier
     """
     check_tol(tol)
     check_tol(atol, "atol")
+    check_tol(band, "band")
     if (triplets is None) != (multipliers is None):
         raise ValueError("pass triplets and multipliers together, or neither.")
     if clusters is not None:

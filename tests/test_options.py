@@ -181,6 +181,42 @@ def test_max_rounds_of_constraint_generation_is_a_budget(method, value, error):
         solve_lmnn(data()["problem"], method=method, max_rounds=value)
 
 
+@pytest.mark.parametrize("method, option", [("cutting-plane", "add_band"), ("cutting-plane", "drop_band"),
+                                            ("aggregated", "band"), ("aggregated", "drop_band"),
+                                            ("aggregated", "add_ratio")])
+@pytest.mark.parametrize("value, error", REFUSED)
+def test_the_bands_of_constraint_generation_follow_the_rule_of_tolerances(method, option, value, error):
+    from lmnn_sdp import solve_lmnn
+
+    with pytest.raises(error, match=rf"^{option} must be"):
+        solve_lmnn(data()["problem"], method=method, **{option: value})
+
+
+@pytest.mark.parametrize("value, error", REFUSED)
+def test_certify_checks_its_band_as_a_tolerance(value, error):
+    from lmnn_sdp import certify
+
+    with pytest.raises(error, match=r"^band must be"):
+        certify(data()["problem"], np.eye(4), band=value)
+
+
+@pytest.mark.parametrize("value, error", [*REFUSED, (1.0, ValueError)])
+def test_rca_components_checks_its_rank_threshold(value, error):
+    from fast_solver import rca_components
+
+    X, y = data()["X"], data()["y"]
+    with pytest.raises(error, match=r"^rtol must be"):
+        rca_components(X, y, rtol=value)
+
+
+@pytest.mark.parametrize("value, error", REFUSED_BUDGETS)
+def test_mlng_batch_size_is_a_count_by_the_rule_of_budgets(value, error):
+    from fast_solver import fit_mlng
+
+    with pytest.raises(error, match=r"^batch_size must be an integer >= 1"):
+        fit_mlng(data()["X"], data()["y"], batch_size=value)
+
+
 def test_the_issue_acceptance_fast_solve_refuses_true_and_a_string():
     from fast_solver import solve
 

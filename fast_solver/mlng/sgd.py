@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -263,13 +263,13 @@ def _stalled(history: list, tol: float) -> bool:
 
 
 def _check_run(C, max_epochs, batch_size, tol) -> None:
-    """An error naming the argument unless the run's numbers are valid: ``max_epochs`` and
-    ``tol`` by the library's rules (``lmnn_sdp.core.checks``)."""
+    """An error naming the argument unless the run's numbers are valid: ``max_epochs``,
+    ``batch_size`` (a count, by the rule of budgets) and ``tol`` by the library's rules
+    (``lmnn_sdp.core.checks``)."""
     if not (_finite_number(C) and C > 0):
         raise ValueError(f"C must be a finite number > 0 (the weight of the loss), got {C!r}.")
     check_max_iter(max_epochs, "max_epochs")
-    if not (isinstance(batch_size, Integral) and batch_size >= 1):
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    check_max_iter(batch_size, "batch_size")
     check_tol(tol)
 
 

@@ -81,7 +81,7 @@ def check_tol(tol, name: str = "tol") -> float:
 
     The one rule of every tolerance of the library (``tol`` of the solvers and estimators,
     ``rtol`` and ``tolerance`` of ``lmnn_sdp.testing``, a certificate's ``atol``) and of
-    ``band``. 0 is allowed: only an exact answer meets it.
+    the bands (``band``, the constraint generation's ``add_band`` and ``drop_band``). 0 is allowed: only an exact answer meets it.
 
     Parameters
     ----------
@@ -130,8 +130,8 @@ def check_max_iter(max_iter, name: str = "max_iter") -> int:
     """``max_iter`` as an int: an integer >= 1, or an error naming ``name``.
 
     The one rule of every iteration budget of the library (``max_iter``; also
-    ``max_epochs``, ``max_passes`` and ``max_rounds``, by their own names), scikit-learn
-    NCA's: a budget of 0 iterations would return the start unsolved.
+    ``max_epochs``, ``max_passes`` and ``max_rounds``, by their own names; and MLNG's count
+    ``batch_size``), scikit-learn NCA's: a budget of 0 iterations would return the start unsolved.
 
     Parameters
     ----------

@@ -58,7 +58,7 @@ from tqdm.auto import tqdm
 from lmnn_sdp.candidate import certify
 from lmnn_sdp.certificates.bounds import dual_lower_bound, relative_gap, snap_multipliers
 from lmnn_sdp.certificates.certificate import prove
-from lmnn_sdp.core.checks import check_max_iter
+from lmnn_sdp.core.checks import check_max_iter, check_tol
 from lmnn_sdp.core.clusters import lift_metrics
 from lmnn_sdp.core.line_search import segment_search
 from lmnn_sdp.core.problem import LMNNProblem
@@ -95,8 +95,11 @@ def solve_aggregated(problem: LMNNProblem, solver: str = "CLARABEL", *, start=No
                      solver_options: dict | None = None, progress: bool = False) -> SDPResult:
     """LMNN, or multi-metric LMNN for a problem with clusters, by aggregated active sets
     (module docstring); ``start`` is a metric (d, d), or metrics (C, d, d) with clusters;
-    ``max_rounds`` an integer >= 1."""
+    ``max_rounds`` an integer >= 1; ``band``, ``drop_band`` and ``add_ratio`` real numbers >= 0
+    (the rule of tolerances, ``check_tol``)."""
     check_max_iter(max_rounds, "max_rounds")
+    for name, value in (("band", band), ("drop_band", drop_band), ("add_ratio", add_ratio)):
+        check_tol(value, name)
     space = reduced_space(problem)
     metrics = starting_metrics(problem, space, start)
     objective, mu_s = problem.objective, search_mu(problem.mu)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm.auto import tqdm
 
-from lmnn_sdp.core.checks import check_max_iter, check_triplets, triplet_keys
+from lmnn_sdp.core.checks import check_max_iter, check_tol, check_triplets, triplet_keys
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.space import ReducedSpace, reduced_space
 from lmnn_sdp.formulations.sdp import FORMULATIONS, search_mu
@@ -62,8 +62,12 @@ def solve_cutting_plane(problem: LMNNProblem, solver: str = "CLARABEL", *, worki
     multiplier below ``1e-9`` of the largest and a margin below ``-drop_band``
     (``None`` keeps every triplet). Stops when no triplet outside the working set is
     violated (the restricted optimum is then the full one), when the certificate
-    proves the gap, or after ``max_rounds`` rounds (an integer >= 1)."""
+    proves the gap, or after ``max_rounds`` rounds (an integer >= 1). The bands are real
+    numbers >= 0 (the rule of tolerances, ``check_tol``)."""
     check_max_iter(max_rounds, "max_rounds")
+    check_tol(add_band, "add_band")
+    if drop_band is not None:
+        check_tol(drop_band, "drop_band")
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {tuple(FORMULATIONS)}, got {formulation!r}.")
     space = reduced_space(problem)
