@@ -81,7 +81,8 @@ def check_tol(tol, name: str = "tol") -> float:
 
     The one rule of every tolerance of the library (``tol`` of the solvers and estimators,
     ``rtol`` and ``tolerance`` of ``lmnn_sdp.testing``, a certificate's ``atol``) and of
-    the bands (``band``, the constraint generation's ``add_band`` and ``drop_band``). 0 is allowed: only an exact answer meets it.
+    the bands (``band``, the constraint generation's ``add_band`` and ``drop_band``). 0 is
+    allowed: only an exact answer meets it.
 
     Parameters
     ----------
