@@ -21,6 +21,14 @@ def client():
         yield connected
 
 
+@pytest.fixture(autouse=True)
+def prompt_loop(monkeypatch):
+    """The run's loop looks for finished futures, and at the store, every 10 ms instead of
+    every 0.2 s and 2 s: the tests wait for the loop, not for its pauses."""
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(runner, "WAIT_SECONDS", 0.01)
+
+
 @pytest.fixture()
 def fake_crosscheck(monkeypatch):
     """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls."""
@@ -170,17 +178,16 @@ def test_every_task_is_committed_before_the_progress_bar_counts_it(client, monke
     assert seen == [(1, 1), (2, 2), (3, 3), (4, 4)]
 
 
-def record_when_waited_for(path, first, task, run, status="ok"):
-    """Another run: once this run has stored ``first`` (so it holds ``task`` as another run's and
-    waits for it), record ``task`` (as ``run``) and end that run."""
+def record_when_waited_for(path, task, run, status="ok"):
+    """Another run: once this run records its first row (``stored``, set by ``run``'s
+    ``on_record``; it holds ``task`` as another run's meanwhile and waits for it), record
+    ``task`` (as ``run``) and end that run. Returns the thread and ``stored``."""
     import threading
-    import time
+
+    stored = threading.Event()
 
     def later():
-        deadline = time.monotonic() + 120
-        with ResultStore(path) as reader:
-            while not list(reader.rows([first.key])) and time.monotonic() < deadline:
-                time.sleep(0.05)
+        stored.wait(timeout=120)
         with ResultStore(path) as other:
             if status:
                 other.record({**dict(zip(("dataset", "split", "method", "params", "code_version"), task.key)),
@@ -189,7 +196,7 @@ def record_when_waited_for(path, first, task, run, status="ok"):
 
     thread = threading.Thread(target=later)
     thread.start()
-    return thread
+    return thread, stored
 
 
 @pytest.mark.parametrize("status, counts", [
@@ -203,8 +210,8 @@ def test_a_task_another_run_holds_is_waited_for_and_taken_over_when_given_up(cli
     with ResultStore(path) as store:
         other = store.start_run()
         store.claim([tasks[1].key], other)
-        thread = record_when_waited_for(path, tasks[0], tasks[1], other, status)
-        assert runner.run(tasks, store, client, progress=False) == counts
+        thread, stored = record_when_waited_for(path, tasks[1], other, status)
+        assert runner.run(tasks, store, client, progress=False, on_record=lambda task: stored.set()) == counts
         thread.join()
         rows = store.rows(task.key for task in tasks)
         assert [row["status"] for row in rows] == ["ok", status or "ok"]
