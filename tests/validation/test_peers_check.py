@@ -45,11 +45,29 @@ def example_cases() -> list:
     return [case for case in corpus_cases() if case.id in EXAMPLE_CASES]
 
 
+@pytest.fixture(scope="module")
+def peer_checks() -> dict:
+    """``{solver: (check, metrics)}`` for metric-learn and PyLMNN: ``check_lmnn_solver`` of the
+    peer on the example cases, and the metric it fitted on each (``{case id: M}``); fitted once
+    for the tests below, which each assert something else of them."""
+    cases = example_cases()
+    checks = {}
+    for solver, fit in (("metric-learn", peers.metric_learn_metric), ("pylmnn", peers.pylmnn_metric)):
+        fitted = []
+
+        def fit_and_keep(X, y, k, mu, fit=fit, fitted=fitted):
+            fitted.append(fit(X, y, k, mu))
+            return fitted[-1]
+
+        check = check_lmnn_solver(fit_and_keep, cases=cases)
+        checks[solver] = check, dict(zip((case.id for case in cases), fitted, strict=True))
+    return checks
+
+
 @needs_peers
-def test_metric_learn_and_pylmnn_through_check_lmnn_solver():
-    cases = [case for case in corpus_cases() if case.id in EXAMPLE_CASES]
-    for fit in (peers.metric_learn_metric, peers.pylmnn_metric):
-        check = check_lmnn_solver(fit, cases=cases)
+def test_metric_learn_and_pylmnn_through_check_lmnn_solver(peer_checks):
+    cases = example_cases()
+    for check, _ in peer_checks.values():
         print(check)
         assert [row["case"] for row in check.rows] == [case.id for case in cases]
         gaps = np.array(list(check.gaps.values()))
@@ -59,20 +77,19 @@ def test_metric_learn_and_pylmnn_through_check_lmnn_solver():
 
 
 @needs_peers
-def test_the_peers_gaps_are_those_of_the_record():
-    cases = example_cases()
+def test_the_peers_gaps_are_those_of_the_record(peer_checks):
     recorded = {(row["solver"], row["case"]): float(row["gap"]) for row in recorded_rows()}
-    for solver, fit in (("metric-learn", peers.metric_learn_metric), ("pylmnn", peers.pylmnn_metric)):
-        check = check_lmnn_solver(fit, cases=cases)
+    for solver, (check, _) in peer_checks.items():
         for case, gap in check.gaps.items():
             assert gap == pytest.approx(recorded[(peers_check.label(solver), case)], rel=1e-3), case
 
 
 @needs_peers
-def test_a_peer_gap_is_the_one_certify_gives_against_the_certified_bound():
+def test_a_peer_gap_is_the_one_certify_gives_against_the_certified_bound(peer_checks):
     case = next(case for case in corpus_cases() if case.id == "class-of-k+1-n24-k3-mu0.5")
-    M = peers.metric_learn_metric(case.X, case.y, case.k, case.mu)
-    row = check_lmnn_solver(lambda X, y, k, mu: M, cases=[case]).rows[0]
+    check, metrics = peer_checks["metric-learn"]
+    M = metrics[case.id]
+    row = next(row for row in check.rows if row["case"] == case.id)
     certificate = certify(LMNNProblem(case.X, case.y, k=case.k, mu=case.mu, targets=case.targets), M)
     upper = certificate.upper + certificate.upper_error
     assert row["gap"] == pytest.approx((upper - case.lower) / upper, rel=1e-12)
@@ -120,7 +137,7 @@ def test_the_summary_record_summarises_the_rows():
 
 @needs_peers
 def test_the_command_writes_both_records(tmp_path, monkeypatch):
-    few = [case for case in corpus_cases() if case.id in EXAMPLE_CASES[-2:]]
+    few = [case for case in corpus_cases() if case.id in ("zebra-n80-k1-mu0.2", "no-impostors-n24-k3-mu0.5")]
     monkeypatch.setattr(peers_check, "corpus_cases", lambda tolerance: few)
     monkeypatch.setattr(records, "RESULTS", tmp_path)
     assert peers_check.main(["--record", "demo"]) == 0
