@@ -156,7 +156,7 @@ def test_mmc_rows_pass_and_fail_when_the_fast_solver_is_cut_short(monkeypatch):
     from validation import crosscheck
     from validation.instances import builtin_instances
 
-    instance = [i for i in builtin_instances() if i.name.startswith("wine-n80-k2")]
+    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
     rows = crosscheck.crosscheck(instance, crosscheck.MMC_SOLVERS, progress=False)
     assert [r["solver"] for r in rows] == ["mmc", "mmc-diagonal"]
     assert all(r["passed"] and r["exact_gap"] <= crosscheck.EXACT_TOL for r in rows)
