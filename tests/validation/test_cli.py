@@ -5,7 +5,9 @@ finished and exits 130; gaps print with the digits that tell them from 1."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.abc
+import io
 import json
 import os
 import re
@@ -201,23 +203,40 @@ def test_medium_instances_are_skipped_with_the_fetch_command_when_data_is_absent
 
 
 # -- exact ----------------------------------------------------------------------
-def test_exact_certifies_iris(capsys):
-    assert main(["exact", "--data", "iris"]) == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def exact_iris() -> tuple[int, str, list[dict]]:
+    """``lmnn-sdp exact --data iris`` run once: its exit status, its output and its rows (both
+    methods' certified solves), for the tests below."""
+    rows = []
+
+    def kept(*args, **kwargs):
+        rows.extend(certify_bundled(*args, **kwargs))
+        return rows
+
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
+        patch.setattr(cli, "certify_bundled", kept)
+        status = main(["exact", "--data", "iris"])
+    return status, out.getvalue(), rows
+
+
+def test_exact_certifies_iris(exact_iris):
+    status, out, rows = exact_iris
+    assert status == 0
+    assert [row["method"] for row in rows] == ["cutting-plane", "aggregated"]
     assert "all 2 solves certified" in out
     assert "226.7394142" in out  # the certified optimum of iris at k=3, mu=0.5
 
 
-def test_exact_fails_loudly_when_not_certified(capsys, monkeypatch):
-    rows = certify_bundled(["iris"], ["cutting-plane"])
+def test_exact_fails_loudly_when_not_certified(exact_iris, capsys, monkeypatch):
+    rows = [dict(row) for row in exact_iris[2]]
     rows[0]["certified"] = False
     monkeypatch.setattr(cli, "certify_bundled", lambda *args, **kwargs: rows)
     assert main(["exact", "--data", "iris"]) == 1
     assert "not certified to relative gap 1e-06: iris (cutting-plane)" in capsys.readouterr().out
 
 
-def test_rows_carry_bounds_that_bracket():
-    rows = certify_bundled(["iris"], ["aggregated"])
+def test_rows_carry_bounds_that_bracket(exact_iris):
+    rows = [row for row in exact_iris[2] if row["method"] == "aggregated"]
     assert rows[0]["lower"] <= rows[0]["upper"]
     assert rows[0]["relative_gap"] <= 1e-6 and rows[0]["certified"]
     assert "226.7394142" in format_table(rows)
