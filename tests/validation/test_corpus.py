@@ -90,12 +90,12 @@ def test_every_stored_array_and_number_is_tamper_evident(tmp_path, name):
 
 
 def test_build_and_check_round_trip(tmp_path):
-    small = [i for i in builtin_instances() if i.name.startswith(("blobs-n60", "zebra-n80-k1"))]
-    small += [i for i in mm_instances() + mmc_instances()
-              if i.name in ("mm-circles-n18-k2-mu0.5-c3", "mmc-diagonal-iris-n150")]
+    names = ("mmc-diagonal-wine-n100", "mm-circles-n18-k2-mu0.5-c3", "zebra-n80-k1-mu0.2")  # one of each kind
+    small = [next(i for i in builtin_instances() + mm_instances() + mmc_instances() if i.name == name)
+             for name in names]
     manifest = corpus.build(tmp_path, small, progress=False)
-    assert [e["problem"] for e in manifest["instances"]] == ["lmnn"] * 3 + ["multi-metric-lmnn",
-                                                                           "mmc-diagonal"]
+    assert [e["name"] for e in manifest["instances"]] == list(reversed(names))  # in the corpus's order
+    assert [e["problem"] for e in manifest["instances"]] == ["lmnn", "multi-metric-lmnn", "mmc-diagonal"]
     assert set(manifest["objectives"]) == {"lmnn", "multi-metric-lmnn", "mmc-diagonal"}
     assert all(c.ok for c in corpus.check(tmp_path))
 
