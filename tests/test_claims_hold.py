@@ -70,27 +70,37 @@ def problems(draw):
 
 
 def exact_objective(problem: LMNNProblem, metric, clusters=None) -> Fraction:
-    """eq. 14 (sec. 5.2 with ``clusters``) at the float metric(s), in exact arithmetic."""
-    X = [[Fraction(float(v)) for v in row] for row in problem.X]
+    """eq. 14 (sec. 5.2 with ``clusters``) at the float metric(s), in exact arithmetic: floats
+    are integers over powers of two, so with the inputs and the metrics scaled to integers
+    every distance is an integer ``scale`` times too large, and the sums are Python's exact
+    integers."""
     metrics = np.asarray(metric)[None] if clusters is None else np.asarray(metric)
     owner = np.zeros(problem.n_samples, int) if clusters is None else np.asarray(clusters)
-    Ms = [[[Fraction(float(v)) for v in row] for row in m] for m in metrics]
-    d = problem.n_features
+    X, x_scale = integers(problem.X)
+    Ms, m_scale = integers(metrics)
+    scale = x_scale**2 * m_scale
 
-    def D(a, b):
-        v = [X[a][p] - X[b][p] for p in range(d)]
-        m = Ms[owner[b]]
-        return sum(v[p] * m[p][q] * v[q] for p in range(d) for q in range(d))
+    def D(a, b):  # the distance times scale
+        v = X[a] - X[b]
+        return v @ Ms[owner[b]] @ v
 
     codes = problem.label_codes
-    pull = push = Fraction(0)
+    pull = push = 0
     for i in range(problem.n_samples):
         for j in problem.targets[i]:
             dij = D(i, j)
             pull += dij
-            push += sum(max(Fraction(0), 1 + dij - D(i, l)) for l in np.flatnonzero(codes != codes[i]))
+            push += sum(max(0, scale + dij - D(i, l)) for l in np.flatnonzero(codes != codes[i]))
     mu = Fraction(problem.mu)
-    return (1 - mu) * pull + mu * push
+    return ((1 - mu) * pull + mu * push) / scale
+
+
+def integers(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``values`` (floats) times the largest denominator of theirs (a power of two), exactly:
+    an array of Python integers; and that denominator."""
+    ratios = [float(v).as_integer_ratio() for v in np.ravel(values)]
+    scale = max(denominator for _, denominator in ratios)
+    return np.array([n * (scale // d) for n, d in ratios], dtype=object).reshape(np.shape(values)), scale
 
 
 def assert_claims_hold(certificate, converged: bool) -> None:
