@@ -45,29 +45,34 @@ def example_cases() -> list:
     return [case for case in corpus_cases() if case.id in EXAMPLE_CASES]
 
 
-@pytest.fixture(scope="module")
-def peer_checks() -> dict:
-    """``{solver: (check, metrics)}`` for metric-learn and PyLMNN: ``check_lmnn_solver`` of the
-    peer on the example cases, and the metric it fitted on each (``{case id: M}``); fitted once
-    for the tests below, which each assert something else of them."""
-    cases = example_cases()
-    checks = {}
-    for solver, fit in (("metric-learn", peers.metric_learn_metric), ("pylmnn", peers.pylmnn_metric)):
-        fitted = []
+@pytest.fixture(scope="module", autouse=True)
+def peers_fitted_once():
+    """metric-learn and PyLMNN (``validation.peers``' fits, deterministic) fitted once per case
+    for this module: the tests below each assert something else of the same fits."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("metric_learn_metric", "pylmnn_metric"):
+            patch.setattr(peers, name, once(getattr(peers, name)))
+        yield
 
-        def fit_and_keep(X, y, k, mu, fit=fit, fitted=fitted):
-            fitted.append(fit(X, y, k, mu))
-            return fitted[-1]
 
-        check = check_lmnn_solver(fit_and_keep, cases=cases)
-        checks[solver] = check, dict(zip((case.id for case in cases), fitted, strict=True))
-    return checks
+def once(fit):
+    """``fit(X, y, k, mu)``, computed once per ``(X, y, k, mu)``; a copy of the metric each time."""
+    metrics = {}
+
+    def fit_once(X, y, k, mu):
+        key = (X.tobytes(), X.shape, np.asarray(y).tobytes(), k, mu)
+        if key not in metrics:
+            metrics[key] = fit(X, y, k, mu)
+        return metrics[key].copy()
+
+    return fit_once
 
 
 @needs_peers
-def test_metric_learn_and_pylmnn_through_check_lmnn_solver(peer_checks):
-    cases = example_cases()
-    for check, _ in peer_checks.values():
+def test_metric_learn_and_pylmnn_through_check_lmnn_solver():
+    cases = [case for case in corpus_cases() if case.id in EXAMPLE_CASES]
+    for fit in (peers.metric_learn_metric, peers.pylmnn_metric):
+        check = check_lmnn_solver(fit, cases=cases)
         print(check)
         assert [row["case"] for row in check.rows] == [case.id for case in cases]
         gaps = np.array(list(check.gaps.values()))
@@ -77,19 +82,20 @@ def test_metric_learn_and_pylmnn_through_check_lmnn_solver(peer_checks):
 
 
 @needs_peers
-def test_the_peers_gaps_are_those_of_the_record(peer_checks):
+def test_the_peers_gaps_are_those_of_the_record():
+    cases = example_cases()
     recorded = {(row["solver"], row["case"]): float(row["gap"]) for row in recorded_rows()}
-    for solver, (check, _) in peer_checks.items():
+    for solver, fit in (("metric-learn", peers.metric_learn_metric), ("pylmnn", peers.pylmnn_metric)):
+        check = check_lmnn_solver(fit, cases=cases)
         for case, gap in check.gaps.items():
             assert gap == pytest.approx(recorded[(peers_check.label(solver), case)], rel=1e-3), case
 
 
 @needs_peers
-def test_a_peer_gap_is_the_one_certify_gives_against_the_certified_bound(peer_checks):
+def test_a_peer_gap_is_the_one_certify_gives_against_the_certified_bound():
     case = next(case for case in corpus_cases() if case.id == "class-of-k+1-n24-k3-mu0.5")
-    check, metrics = peer_checks["metric-learn"]
-    M = metrics[case.id]
-    row = next(row for row in check.rows if row["case"] == case.id)
+    M = peers.metric_learn_metric(case.X, case.y, case.k, case.mu)
+    row = check_lmnn_solver(lambda X, y, k, mu: M, cases=[case]).rows[0]
     certificate = certify(LMNNProblem(case.X, case.y, k=case.k, mu=case.mu, targets=case.targets), M)
     upper = certificate.upper + certificate.upper_error
     assert row["gap"] == pytest.approx((upper - case.lower) / upper, rel=1e-12)
