@@ -12,7 +12,7 @@ from validation.instances import builtin_instances
 
 
 def small_instance():
-    return next(i for i in builtin_instances() if i.name == "blobs-n60-d2-c3-k2-mu0.5")
+    return next(i for i in builtin_instances() if i.name == "zebra-n80-k1-mu0.2")
 
 
 @pytest.fixture(scope="module")
