@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.abc
 import io
 import json
@@ -26,6 +27,7 @@ from validation import cli, corpus
 from validation.__main__ import run
 from validation.cli import main
 from validation.exact import certify_bundled, format_table, significant
+from validation.instances import builtin_instances
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +42,23 @@ COMMANDS = {  # each command and a phrase of its description (its --help)
     "verify": "Re-derive a saved certificate",
     "experiments": "Run the protocol of Weinberger & Saul (JMLR 2009, sec. 4, Table 1)",
 }
+
+
+@functools.cache
+def suite() -> tuple:
+    """The built-in instances, built once for this module (0.3 s each time)."""
+    return tuple(builtin_instances())
+
+
+@pytest.fixture(autouse=True)
+def suite_built_once(monkeypatch):
+    """The command line takes the built-in instances from ``suite()``."""
+    monkeypatch.setattr(cli, "builtin_instances", lambda: list(suite()))
+
+
+def named(prefix: str) -> list:
+    """The built-in instances whose names start with ``prefix``."""
+    return [i for i in suite() if i.name.startswith(prefix)]
 
 
 def _row(out: str, instance: str, solver: str | None = "lmnn") -> list[str]:
@@ -144,9 +163,8 @@ def test_crosscheck_exits_1_when_the_fast_solver_stops_early(monkeypatch, capsys
 def test_energy_rows_fail_when_eq15_is_off_by_a_little(monkeypatch):
     import fast_solver
     from validation import crosscheck
-    from validation.instances import builtin_instances
 
-    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    instance = named("iris-n60")
     assert crosscheck.crosscheck(instance, ("energy",), progress=False)[0]["passed"]
     energies = fast_solver.energies
     monkeypatch.setattr(fast_solver, "energies", lambda *a, **kw: energies(*a, **kw) * (1 + 1e-8))
@@ -157,9 +175,8 @@ def test_energy_rows_fail_when_eq15_is_off_by_a_little(monkeypatch):
 def test_mmc_rows_pass_and_fail_when_the_fast_solver_is_cut_short(monkeypatch):
     import fast_solver
     from validation import crosscheck
-    from validation.instances import builtin_instances
 
-    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    instance = named("iris-n60")
     rows = crosscheck.crosscheck(instance, crosscheck.MMC_SOLVERS, progress=False)
     assert [r["solver"] for r in rows] == ["mmc", "mmc-diagonal"]
     assert all(r["passed"] and r["exact_gap"] <= crosscheck.EXACT_TOL for r in rows)
@@ -372,7 +389,6 @@ def test_a_row_passes_when_the_exact_lower_bound_proves_the_fast_objective(monke
     import dataclasses
 
     from validation import crosscheck
-    from validation.instances import builtin_instances
 
     exact = crosscheck.EXACT_SOLVERS["lmnn"]
 
@@ -383,7 +399,7 @@ def test_a_row_passes_when_the_exact_lower_bound_proves_the_fast_objective(monke
         return dataclasses.replace(result, certificate=certificate)
 
     monkeypatch.setitem(crosscheck.EXACT_SOLVERS, "lmnn", weakened)
-    instance = [i for i in builtin_instances() if i.name.startswith("iris-n60")]
+    instance = named("iris-n60")
     row = crosscheck.crosscheck(instance, ("lmnn",), progress=False)[0]
     assert row["exact_gap"] == pytest.approx(1 - lower_factor, rel=1e-6)
     assert row["passed"] is passes
@@ -556,7 +572,6 @@ def test_a_ctrl_c_between_rows_ends_joblibs_generator_and_keeps_the_rows(monkeyp
     """Landing outside joblib's generator (in the progress bar), the Ctrl-C is thrown into it,
     so that joblib ends its workers at once; the rows finished go up with ``Interrupted``."""
     from validation import crosscheck
-    from validation.instances import builtin_instances
 
     thrown = []
 
@@ -572,7 +587,7 @@ def test_a_ctrl_c_between_rows_ends_joblibs_generator_and_keeps_the_rows(monkeyp
 
     monkeypatch.setattr(crosscheck, "Parallel", lambda **options: outputs)
     monkeypatch.setattr(crosscheck.tqdm, "update", interrupted)
-    instances = [i for i in builtin_instances() if i.name.startswith("zebra")]
+    instances = named("zebra")
     with pytest.raises(crosscheck.Interrupted, match="^interrupted: 1 of 3 rows finished$") as stop:
         crosscheck.crosscheck(instances, ("lmnn",), progress=False)
     assert stop.value.rows == [{"row": 0}] and stop.value.total == 3 and thrown == [True]
