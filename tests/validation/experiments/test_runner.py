@@ -3,6 +3,8 @@ are recorded and the rest go on; a rerun computes only what is missing."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from distributed import Client, LocalCluster
 
@@ -11,6 +13,7 @@ from validation.experiments import gate, methods, runner
 from validation.experiments.methods import Method
 from validation.experiments.store import ResultStore
 from validation.experiments.task import plan
+from validation.instances import builtin_instances
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +32,18 @@ def prompt_loop(monkeypatch):
     monkeypatch.setattr(runner, "WAIT_SECONDS", 0.01)
 
 
+@functools.cache
+def suite() -> tuple:
+    """The built-in instances, built once for this module (0.3 s each time)."""
+    return tuple(builtin_instances())
+
+
 @pytest.fixture()
 def fake_crosscheck(monkeypatch):
-    """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls."""
+    """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls;
+    the gates pick their instances from ``suite()``."""
     calls, outcome = [], {}
+    monkeypatch.setattr(gate, "builtin_instances", lambda: list(suite()))
 
     def fake(instances, solvers, tol=1e-6, jobs=1, progress=True):
         [solver] = solvers
