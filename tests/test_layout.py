@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +14,22 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("lmnn_sdp", "fast_solver", "validation")
 
 
+@functools.cache
+def parsed() -> dict[Path, ast.Module]:
+    """The syntax tree of every module of the packages, by path (parsed once for the tests below)."""
+    return {path: ast.parse(path.read_text()) for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+
+
 def module_imports() -> dict[str, set[str]]:
     """Each module of the packages and the package modules it imports (anywhere in it)."""
     modules = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for path in parsed():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     graph = {}
     for name, path in modules.items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed()[path]):
             if isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
                     candidate = f"{node.module}.{alias.name}"
@@ -96,20 +102,18 @@ def test_fast_solver_is_one_subpackage_per_family():
 
 def test_no_private_name_is_imported_from_another_module():
     private = []
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
-                    private += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
-                                if a.name.startswith("_") and not a.name.startswith("__")]
+    for path, tree in parsed().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                private += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and not a.name.startswith("__")]
     assert private == []
 
 
-def foreign_private_attributes(source: str) -> list[str]:
-    """``name._x`` in ``source`` where ``name`` is not ``self`` or ``cls`` and ``_x`` is not a
+def foreign_private_attributes(tree: ast.Module) -> list[str]:
+    """``name._x`` in ``tree`` where ``name`` is not ``self`` or ``cls`` and ``_x`` is not a
     private attribute or method of the class the line sits in (another instance of one's own
     class may be reached): a module reaching into another's private state."""
-    tree = ast.parse(source)
     own = {}  # class node -> the private names it defines (self._x = ..., def _x)
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         own[cls] = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
@@ -134,8 +138,7 @@ PROFILER = "validation/benchmarks/high_d_profile.py"  # wraps the solver's inter
 
 
 def test_no_module_reaches_into_another_objects_private_attributes():
-    reached = {str(path.relative_to(ROOT)): foreign_private_attributes(path.read_text())
-               for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+    reached = {str(path.relative_to(ROOT)): foreign_private_attributes(tree) for path, tree in parsed().items()}
     assert {path: lines for path, lines in reached.items() if lines and path != PROFILER} == {}
 
 
@@ -143,7 +146,7 @@ def test_the_private_attribute_finder_finds_a_write_and_allows_ones_own_class():
     source = ("def store(problem):\n    problem._derived['x'] = 1\n"
               "class A:\n    def __init__(self):\n        self._x = 1\n"
               "    def same(self, other):\n        return other._x\n")
-    assert foreign_private_attributes(source) == ["2: problem._derived"]
+    assert foreign_private_attributes(ast.parse(source)) == ["2: problem._derived"]
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ metrics written by another program checked against it as the Python API checks t
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -211,8 +212,7 @@ def test_a_map_l_counts_as_its_metric_and_a_wrong_one_fails_with_the_reason(expo
 
 
 def test_a_malformed_corpus_file_exits_2_naming_it(exported, tmp_path, capsys):
-    broken = tmp_path / "broken"
-    assert main(["corpus", "export", str(broken)]) == 0
+    broken = shutil.copytree(exported, tmp_path / "broken")
     (broken / "zebra-n80-k3-mu0.5" / "targets.npy").write_text("not an array")
     assert main(["check-solver", "--corpus", str(broken), "--metrics", str(broken / "optimal")]) == 2
     assert f"malformed file: {broken / 'zebra-n80-k3-mu0.5' / 'targets.npy'}: " in capsys.readouterr().err

@@ -15,13 +15,34 @@ MULTI_METRIC = [entry for entry in corpus.load_manifest()["instances"]
                 if entry["problem"] == "multi-metric-lmnn"]
 MMC = [entry for entry in corpus.load_manifest()["instances"]
        if entry["problem"] in ("mmc", "mmc-diagonal")]
+# the entries in the quick loop: real data, mu = 1 (no pull term), k = 1, twelve classes, each
+# degenerate kind, two multi-metric ones, every MMC one (0.05 s each); the others run with the
+# slow tests (wine-n178 at mu = 0.99, 1.5 s, the largest): the same test on these keeps the
+# behaviour in the quick loop
+QUICK = {"iris-n60-k2-mu0.5", "wine-n178-k3-mu1.0", "breast_cancer-pca6-n70-k1-mu0.8",
+         "blobs-n120-d3-c12-k2-mu0.5", "zebra-n80-k1-mu0.2", "duplicates-n30-k2-mu0.5",
+         "rank-deficient-n15-d5-k2-mu0.2", "class-of-k+1-n24-k3-mu0.5", "no-impostors-n24-k3-mu0.5",
+         "mm-circles-n18-k2-mu0.5-c3", "mm-blobs-n60-d2-k2-mu0.2-c4",
+         *(entry["name"] for entry in MMC)}
+
+
+def cases(entries: list[dict]) -> list:
+    """``entries`` as parameters named by their entries, those not in ``QUICK`` marked slow."""
+    return [pytest.param(entry, id=entry["name"], marks=() if entry["name"] in QUICK else pytest.mark.slow)
+            for entry in entries]
 
 
 def test_the_regression_runs_on_exactly_the_lmnn_entries():
     assert [entry["name"] for entry in ENTRIES] == [i.name for i in builtin_instances()]
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[entry["name"] for entry in ENTRIES])
+def test_the_quick_entries_are_corpus_entries_of_every_kind():
+    problems = {entry["name"]: entry["problem"] for entry in ENTRIES + MULTI_METRIC + MMC}
+    assert QUICK <= set(problems)
+    assert {problems[name] for name in QUICK} == set(problems.values())
+
+
+@pytest.mark.parametrize("entry", cases(ENTRIES))
 def test_fast_solver_matches_stored_optimum(entry):
     stored = corpus.load_certificate(entry["name"]).verify()
     problem = stored.problem
@@ -33,7 +54,7 @@ def test_fast_solver_matches_stored_optimum(entry):
     assert result.upper == pytest.approx(stored.upper, rel=1e-6)
 
 
-@pytest.mark.parametrize("entry", MULTI_METRIC, ids=[entry["name"] for entry in MULTI_METRIC])
+@pytest.mark.parametrize("entry", cases(MULTI_METRIC))
 def test_fast_multi_metric_matches_stored_optimum(entry):
     stored = corpus.load_certificate(entry["name"]).verify()
     problem, clusters = stored.problem, stored.clusters
@@ -48,7 +69,7 @@ def test_the_regression_runs_on_four_mmc_entries():
     assert sorted(entry["problem"] for entry in MMC) == ["mmc", "mmc", "mmc-diagonal", "mmc-diagonal"]
 
 
-@pytest.mark.parametrize("entry", MMC, ids=[entry["name"] for entry in MMC])
+@pytest.mark.parametrize("entry", cases(MMC))
 def test_fast_mmc_matches_stored_optimum(entry):
     stored = corpus.load_certificate(entry["name"]).verify()
     problem = stored.problem

@@ -3,6 +3,8 @@ are recorded and the rest go on; a rerun computes only what is missing."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from distributed import Client, LocalCluster
 
@@ -11,6 +13,7 @@ from validation.experiments import gate, methods, runner
 from validation.experiments.methods import Method
 from validation.experiments.store import ResultStore
 from validation.experiments.task import plan
+from validation.instances import builtin_instances
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +24,26 @@ def client():
         yield connected
 
 
+@pytest.fixture(autouse=True)
+def prompt_loop(monkeypatch):
+    """The run's loop looks for finished futures, and at the store, every 10 ms instead of
+    every 0.2 s and 2 s: the tests wait for the loop, not for its pauses."""
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(runner, "WAIT_SECONDS", 0.01)
+
+
+@functools.cache
+def suite() -> tuple:
+    """The built-in instances, built once for this module (0.3 s each time)."""
+    return tuple(builtin_instances())
+
+
 @pytest.fixture()
 def fake_crosscheck(monkeypatch):
-    """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls."""
+    """``crosscheck.crosscheck`` answering from ``outcome`` (solver -> passed) and counting calls;
+    the gates pick their instances from ``suite()``."""
     calls, outcome = [], {}
+    monkeypatch.setattr(gate, "builtin_instances", lambda: list(suite()))
 
     def fake(instances, solvers, tol=1e-6, jobs=1, progress=True):
         [solver] = solvers
@@ -170,17 +189,16 @@ def test_every_task_is_committed_before_the_progress_bar_counts_it(client, monke
     assert seen == [(1, 1), (2, 2), (3, 3), (4, 4)]
 
 
-def record_when_waited_for(path, first, task, run, status="ok"):
-    """Another run: once this run has stored ``first`` (so it holds ``task`` as another run's and
-    waits for it), record ``task`` (as ``run``) and end that run."""
+def record_when_waited_for(path, task, run, status="ok"):
+    """Another run: once this run records its first row (``stored``, set by ``run``'s
+    ``on_record``; it holds ``task`` as another run's meanwhile and waits for it), record
+    ``task`` (as ``run``) and end that run. Returns the thread and ``stored``."""
     import threading
-    import time
+
+    stored = threading.Event()
 
     def later():
-        deadline = time.monotonic() + 120
-        with ResultStore(path) as reader:
-            while not list(reader.rows([first.key])) and time.monotonic() < deadline:
-                time.sleep(0.05)
+        stored.wait(timeout=120)
         with ResultStore(path) as other:
             if status:
                 other.record({**dict(zip(("dataset", "split", "method", "params", "code_version"), task.key)),
@@ -189,7 +207,7 @@ def record_when_waited_for(path, first, task, run, status="ok"):
 
     thread = threading.Thread(target=later)
     thread.start()
-    return thread
+    return thread, stored
 
 
 @pytest.mark.parametrize("status, counts", [
@@ -203,8 +221,8 @@ def test_a_task_another_run_holds_is_waited_for_and_taken_over_when_given_up(cli
     with ResultStore(path) as store:
         other = store.start_run()
         store.claim([tasks[1].key], other)
-        thread = record_when_waited_for(path, tasks[0], tasks[1], other, status)
-        assert runner.run(tasks, store, client, progress=False) == counts
+        thread, stored = record_when_waited_for(path, tasks[1], other, status)
+        assert runner.run(tasks, store, client, progress=False, on_record=lambda task: stored.set()) == counts
         thread.join()
         rows = store.rows(task.key for task in tasks)
         assert [row["status"] for row in rows] == ["ok", status or "ok"]

@@ -139,7 +139,7 @@ def test_a_conversion_to_the_write_ahead_log_refused_as_locked_is_tried_again(tm
         store.record(row(0))
         assert len(store.rows()) == 1
     assert refusals == [0]
-    monkeypatch.setattr(module, "BUSY_SECONDS", 0.2)
+    monkeypatch.setattr(module, "BUSY_SECONDS", 0.05)
     refusals[0] = 10**6  # never converted: the store says so after BUSY_SECONDS
     with pytest.raises(sqlite3.OperationalError, match="database is locked"):
         ResultStore(tmp_path / "other.sqlite")
