@@ -148,10 +148,14 @@ def test_bounds_bracket_the_optimum_over_many_random_instances():
 
 def common_scale(p: LMNNProblem, clusters, triplets, lam) -> float:
     """The largest one ``alpha`` for all clusters with every ``Z_c(alpha lambda)`` PSD, by
-    bisection on the brute-force matrices (up to 1e-12 of their size)."""
+    bisection on the brute-force matrices (up to 1e-12 of their size), affine in ``alpha``."""
+    pull = brute_dual_matrices(p, clusters, triplets, 0 * lam)
+    push = [z - z0 for z, z0 in zip(brute_dual_matrices(p, clusters, triplets, lam), pull)]
+
     def feasible(alpha):
         return all(np.linalg.eigvalsh(z)[0] >= -1e-12 * np.abs(z).max()
-                   for z in brute_dual_matrices(p, clusters, triplets, alpha * lam))
+                   for z in (z0 + alpha * dz for z0, dz in zip(pull, push)))
+
     lo, hi = 0.0, 1.0
     if feasible(hi):
         return hi
