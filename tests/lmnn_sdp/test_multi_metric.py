@@ -195,7 +195,7 @@ def test_sweeps_that_do_not_settle_fall_back_to_one_scale_for_all(monkeypatch):
         assert bound.lower == pytest.approx(common_scale(p, clusters, t, lam) * lam.sum(), rel=1e-6)
 
 
-@pytest.mark.slow  # about 3 s; test_scaled_multipliers_are_dual_feasible_and_each_scale_is_maximal keeps it quick
+@pytest.mark.slow  # 3 s; test_scaled_multipliers_are_dual_feasible_and_each_scale_is_maximal keeps the scales quick
 def test_cluster_scales_certify_raw_wine_class_metrics_that_one_scale_could_not():
     """Built-in wine-n80-k2-mu0.2, one metric per class: the SDP's multipliers sum to the
     optimum, but one scale for all three clusters proves only 7.2e-6; a scale per cluster
