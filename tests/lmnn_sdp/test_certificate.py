@@ -33,6 +33,13 @@ def solved():
     return p, solve_lmnn(p, method="full")  # multipliers on every triplet
 
 
+@pytest.fixture(scope="module")
+def certified(solved) -> Certificate:
+    """``certify(p, M*)`` at the solved optimum, with the multipliers of complementary slackness."""
+    p, result = solved
+    return certify(p, result.metric)
+
+
 def test_scaled_multipliers_are_dual_feasible_and_scale_is_maximal():
     for seed in range(10):
         p = small_problem(seed, mu=[0.2, 0.5, 0.8][seed % 3])
@@ -68,9 +75,9 @@ def test_bounds_bracket_over_many_random_instances():
         assert cert.upper == pytest.approx(p.objective(L.T @ L))
 
 
-def test_certify_closes_gap_at_optimum_and_not_at_identity(solved):
+def test_certify_closes_gap_at_optimum_and_not_at_identity(solved, certified):
     p, result = solved
-    at_optimum = certify(p, result.metric)
+    at_optimum = certified
     assert at_optimum.certified and at_optimum.relative_gap <= 1e-6
     at_identity = certify(p, np.eye(3))
     assert not at_identity.certified and at_identity.relative_gap > 0.05
@@ -177,9 +184,9 @@ def test_a_duplicated_triplet_could_prove_more_than_the_optimum():
         dual_lower_bound(p, both, np.full(len(both), p.mu))
 
 
-def test_certificate_carries_its_evidence_and_verifies(solved):
+def test_certificate_carries_its_evidence_and_verifies(solved, certified):
     p, result = solved
-    cert = certify(p, result.metric)
+    cert = certified
     again = cert.verify()
     assert (cert.provenance, again.provenance) == ("computed", "verified") and "verify" in again.timings
     assert again.lower == pytest.approx(cert.lower, rel=1e-12)
@@ -191,9 +198,8 @@ def test_certificate_carries_its_evidence_and_verifies(solved):
     ("upper", 1.001, "objective"), ("lower", 1.001, "prove"),
     ("relative_gap", 2.0, "relative_gap"), ("tol", 1e-6, "contradicts"),
 ])
-def test_verify_refuses_a_number_the_evidence_does_not_support(solved, field, factor, match):
-    p, result = solved
-    cert = certify(p, result.metric, tol=1e-6)
+def test_verify_refuses_a_number_the_evidence_does_not_support(certified, field, factor, match):
+    cert = certified
     if field == "tol":  # stated certified, but the gap is above the stated tol
         cert = dataclasses.replace(cert, tol=cert.relative_gap * 0.5)
     else:
@@ -202,17 +208,15 @@ def test_verify_refuses_a_number_the_evidence_does_not_support(solved, field, fa
         cert.verify()
 
 
-def test_verify_refuses_weakened_evidence(solved):
-    p, result = solved
-    cert = certify(p, result.metric)
+def test_verify_refuses_weakened_evidence(certified):
+    cert = certified
     weaker = dataclasses.replace(cert, multipliers=0.99 * cert.multipliers)
     with pytest.raises(ValueError, match="prove"):
         weaker.verify()
 
 
-def test_save_load_round_trip_and_tampering(solved, tmp_path):
-    p, result = solved
-    cert = certify(p, result.metric)
+def test_save_load_round_trip_and_tampering(certified, tmp_path):
+    cert = certified
     npz, js = cert.save(tmp_path / "iris-mu0.5")  # a dot in the name stays in the name
     assert (npz.name, js.name) == ("iris-mu0.5.npz", "iris-mu0.5.json")
     loaded = Certificate.load(js)
@@ -257,9 +261,8 @@ def test_save_and_load_state_the_same_evidence(solved, tmp_path):
     ("upper_error", 0.0, "rounding bound"), ("lower_error", 0.0, "rounding bound"),
     ("refused", "the independent evaluation disagreed", "contradicts"),
 ])
-def test_a_forged_digest_does_not_forge_a_rounding_bound(solved, tmp_path, field, value, match):
-    p, result = solved
-    cert = certify(p, result.metric)
+def test_a_forged_digest_does_not_forge_a_rounding_bound(certified, tmp_path, field, value, match):
+    cert = certified
     assert cert.certified
     arrays, fields = cert.record()
     fields[field] = value

@@ -198,9 +198,9 @@ def test_a_poor_candidate_is_not_certified():
 
 
 # -- tight on iris and wine ---------------------------------------------------
-def test_iris_full_is_certified():
+def test_iris_full_is_certified(iris_mmc):
     X, y = iris()
-    result = solve_mmc(X, y)
+    result = iris_mmc(diagonal=False)  # solve_mmc(X, y)
     assert isinstance(result, MMCResult) and isinstance(result.certificate, MMCCertificate)
     assert result.certified and result.relative_gap <= 1e-9  # a margin of 1000 under tol
     assert result.objective == pytest.approx(IRIS_FULL, rel=1e-9)
@@ -212,9 +212,9 @@ def test_iris_full_is_certified():
     assert again.certified and again.objective == pytest.approx(result.objective, rel=1e-12)
 
 
-def test_iris_diagonal_is_certified():
+def test_iris_diagonal_is_certified(iris_mmc):
     X, y = iris()
-    result = solve_mmc(X, y, diagonal=True)
+    result = iris_mmc(diagonal=True)  # solve_mmc(X, y, diagonal=True)
     assert result.certified and result.relative_gap <= 1e-9
     assert result.objective == pytest.approx(IRIS_DIAGONAL, abs=1e-9)
     assert result.lower <= result.objective <= result.upper
@@ -243,7 +243,7 @@ def test_wine_diagonal_is_certified_and_invariant_to_feature_scales():
     assert raw.certified and raw.objective == pytest.approx(result.objective, abs=1e-9)
 
 
-def test_full_optimum_is_invariant_to_linear_maps():
+def test_full_optimum_is_invariant_to_linear_maps(iris_mmc):
     """X -> X T maps the optimal metric A to T^{-1} A T^{-T}; the optimum is unchanged.
 
     T scales features by 1e3 to 1e-2: the optimal metric then cancels on similar pairs
@@ -252,7 +252,7 @@ def test_full_optimum_is_invariant_to_linear_maps():
     X, y = iris()
     rotation = scipy.linalg.expm(np.random.default_rng(0).normal(size=(4, 4)) / 3)
     T = np.diag([1e3, 1.0, 1e-2, 5.0]) @ rotation
-    base, mapped = solve_mmc(X, y), solve_mmc(X @ T, y, tol=1e-5)
+    base, mapped = iris_mmc(diagonal=False), solve_mmc(X @ T, y, tol=1e-5)
     assert mapped.certified and 1e-9 < mapped.relative_gap <= 1e-5
     assert mapped.objective == pytest.approx(base.objective, rel=1e-7)
     assert mapped.lower <= base.upper and base.lower <= mapped.upper

@@ -19,9 +19,8 @@ from validation import corpus
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["full", "diagonal"])
-def iris_certificate(request) -> MMCCertificate:
-    X, y = load_iris(return_X_y=True)
-    return solve_mmc(X, y, diagonal=request.param).certificate
+def iris_certificate(request, iris_mmc) -> MMCCertificate:
+    return iris_mmc(diagonal=request.param).certificate
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_iris
 from sklearn.utils.estimator_checks import check_estimator
 
-from lmnn_sdp import MMC, MMCCertificate, MMCResult, solve_mmc
+from lmnn_sdp import MMC, MMCCertificate, MMCResult
 
 
 def test_passes_check_estimator():
@@ -16,11 +16,25 @@ def test_passes_check_estimator():
     assert sum(r["status"] == "passed" for r in results) >= 40
 
 
-@pytest.mark.parametrize("diagonal", [False, True])
-def test_fit_is_the_certified_solve_and_transform_is_l(diagonal):
+@pytest.fixture(scope="module")
+def fitted():
+    """``fit(diagonal)``: MMC fitted on raw iris, once a module."""
     X, y = load_iris(return_X_y=True)
-    model = MMC(diagonal=diagonal).fit(X, y)
-    reference = solve_mmc(X, y, diagonal=diagonal)
+    models = {}
+
+    def fit(diagonal: bool) -> MMC:
+        if diagonal not in models:
+            models[diagonal] = MMC(diagonal=diagonal).fit(X, y)
+        return models[diagonal]
+
+    return fit
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_fit_is_the_certified_solve_and_transform_is_l(diagonal, fitted, iris_mmc):
+    X, y = load_iris(return_X_y=True)
+    model = fitted(diagonal)
+    reference = iris_mmc(diagonal)  # solve_mmc(X, y, diagonal=diagonal)
     assert isinstance(model.certificate_, MMCCertificate) and isinstance(model.result_, MMCResult)
     assert model.certificate_ is model.result_.certificate and model.certificate_.certified
     assert model.certificate_.objective == pytest.approx(reference.objective, rel=1e-8)
@@ -42,8 +56,7 @@ def test_one_class_has_no_dissimilar_pairs():
         MMC().fit(X, np.zeros(10, dtype=int))
 
 
-def test_transform_checks_the_number_of_features():
+def test_transform_checks_the_number_of_features(fitted):
     X, y = load_iris(return_X_y=True)
-    model = MMC(diagonal=True).fit(X, y)
     with pytest.raises(ValueError, match="features"):
-        model.transform(X[:, :3])
+        fitted(diagonal=True).transform(X[:, :3])

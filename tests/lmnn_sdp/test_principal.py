@@ -49,16 +49,17 @@ def _problem(case):
 
 
 def _exact_distances(X, M):
-    """``(x_a - x_b)^T M (x_a - x_b)`` for every pair, in exact arithmetic on the floats."""
-    Xf = [[Fraction(float(v)) for v in row] for row in X]
-    Mf = [[Fraction(float(v)) for v in row] for row in M]
-    d = len(Mf)
+    """``(x_a - x_b)^T M (x_a - x_b)`` for every pair, in exact arithmetic on the floats: each
+    array as Python integers over a power of 2 (the common denominator of its floats)."""
+    def integers(A):
+        F = [Fraction(float(v)) for v in np.ravel(A)]
+        scale = max(f.denominator for f in F)
+        return np.array([f.numerator * (scale // f.denominator) for f in F], dtype=object).reshape(np.shape(A)), scale
 
-    def D(a, b):
-        v = [Xf[a][p] - Xf[b][p] for p in range(d)]
-        return sum(v[p] * sum(Mf[p][q] * v[q] for q in range(d)) for p in range(d))
-
-    return [[D(a, b) for b in range(len(Xf))] for a in range(len(Xf))]
+    (Xi, sx), (Mi, sm) = integers(X), integers(M)
+    V = Xi[:, None, :] - Xi[None, :, :]
+    D = ((V @ Mi) * V).sum(axis=-1)
+    return [[Fraction(int(D[a, b]), sx * sx * sm) for b in range(len(Xi))] for a in range(len(Xi))]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -1,5 +1,6 @@
 """eq. 14 with its rounding bound (``LMNNProblem.evaluate``) against exact rational arithmetic."""
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -12,27 +13,30 @@ from lmnn_sdp.core.rounding import metric_scales
 
 
 def exact_objective(problem: LMNNProblem, M, clusters=None) -> Fraction:
-    """eq. 14 (sec. 5.2 with ``clusters``) at the float metric(s) ``M``, in exact arithmetic."""
-    X = [[Fraction(float(v)) for v in row] for row in problem.X]
+    """eq. 14 (sec. 5.2 with ``clusters``) at the float metric(s) ``M``, in exact arithmetic: the
+    inputs and each metric as Python integers over a common denominator."""
+    def integers(A):
+        F = [v if isinstance(v, Fraction) else Fraction(float(v)) for v in np.ravel(A)]
+        scale = math.lcm(*(f.denominator for f in F))
+        return np.array([f.numerator * (scale // f.denominator) for f in F], dtype=object).reshape(np.shape(A)), scale
+
+    X, sx = integers(problem.X)
     metrics = np.asarray(M)[None] if clusters is None else np.asarray(M)
     owner = np.zeros(problem.n_samples, int) if clusters is None else np.asarray(clusters)
-    Ms = [[[v if isinstance(v, Fraction) else Fraction(float(v)) for v in row] for row in m]
-          for m in metrics]
-    d = problem.n_features
-
-    def D(a, b):
-        v = [X[a][p] - X[b][p] for p in range(d)]
-        m = Ms[owner[b]]
-        return sum(v[p] * m[p][q] * v[q] for p in range(d) for q in range(d))
+    V = X[:, None, :] - X[None, :, :]
+    D = np.empty((problem.n_samples,) * 2, dtype=object)  # D[a, b] = v^T M_{c(b)} v, v = x_a - x_b
+    for c, m in enumerate(metrics):
+        (Mi, sm), cols = integers(m), owner == c
+        sums = ((V[:, cols] @ Mi) * V[:, cols]).sum(axis=-1)
+        D[:, cols] = [[Fraction(int(v), sx * sx * sm) for v in row] for row in sums]
 
     codes, mu = problem.label_codes, Fraction(problem.mu)
     pull = push = Fraction(0)
     for i in range(problem.n_samples):
         for j in problem.targets[i]:
-            dij = D(i, j)
-            pull += dij
+            pull += D[i, j]
             for l in np.flatnonzero(codes != codes[i]):
-                push += max(Fraction(0), 1 + dij - D(i, l))
+                push += max(Fraction(0), 1 + D[i, j] - D[i, l])
     return (1 - mu) * pull + mu * push
 
 
