@@ -104,13 +104,20 @@ def test_a_fit_killed_at_random_points_resumes_bit_for_bit(kind, tmp_path, kill_
             _assert_same(_answer(make(path)(*data)), reference)
 
 
-@pytest.mark.parametrize("kind", list(FITS))
+@pytest.fixture(scope="module", params=list(FITS))
+def finished(request, tmp_path_factory):
+    """Each fit of ``FITS`` run to its end, and the checkpoint it leaves (bytes)."""
+    make, data = FITS[request.param]
+    path = tmp_path_factory.mktemp(request.param) / "fit.ckpt"
+    make(path)(*data)
+    return request.param, path.read_bytes()
+
+
 @pytest.mark.parametrize("damage", ["truncate", "edit"])
-def test_a_truncated_or_edited_checkpoint_is_refused(kind, damage, tmp_path):
+def test_a_truncated_or_edited_checkpoint_is_refused(finished, damage, tmp_path):
+    kind, raw = finished
     make, data = FITS[kind]
     path = tmp_path / "fit.ckpt"
-    make(path)(*data)
-    raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else raw[:-30] + bytes([raw[-30] ^ 4]) + raw[-29:])
     with pytest.raises(CheckpointError, match="damaged"):
         make(path)(*data)
