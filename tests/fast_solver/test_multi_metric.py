@@ -34,7 +34,7 @@ def iris():
 @pytest.mark.parametrize("loader, split", [(load_iris, "classes"), (load_iris, "halves"),
                                            (load_wine, "classes")])
 def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
-    X, y = _standardised(loader, 2)
+    X, y = _standardised(loader, 3)  # 50 and 60 points: every cluster's pull matrix is regular
     problem = LMNNProblem(X, y, k=3, mu=0.5)
     clusters = problem.label_codes if split == "classes" else (X[:, 0] > 0).astype(np.intp)
     fast = solve(problem, clusters=clusters)
@@ -44,6 +44,7 @@ def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
     assert abs(fast.upper - exact.upper) <= 1e-6 * exact.upper
     assert fast.lower <= exact.upper * (1 + 1e-9) and exact.lower <= fast.upper * (1 + 1e-9)
     assert fast.upper == pytest.approx(problem.objective(fast.metric, clusters), rel=1e-9)
+    assert fast.certificate.singular_clusters == ()
     verified = fast.certificate.verify()
     assert verified.kind == "multi-metric-lmnn" and verified.certified
     np.testing.assert_array_equal(fast.clusters, clusters)
