@@ -134,6 +134,8 @@ def test_estimator_errors():
         MultiMetricLMNN().fit(X, np.zeros(len(y)))
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(MultiMetricLMNN(max_iter=30), expected_failed_checks=EXPECTED_FAILURES,
                               on_fail=None)
