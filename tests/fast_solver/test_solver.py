@@ -206,11 +206,11 @@ def test_package_exports():
 
 
 def test_binary_features_with_a_singular_pull_matrix_run_and_say_why_they_stop():
-    # Thresholded iris: many points coincide with their targets, so the pull matrix is
-    # singular on the data range. The solver must run (no LinAlgError), stay honest
-    # (a lower bound below the exact optimum, not converged) and say why.
+    # Thresholded iris (every third point): many points coincide with their targets, so the
+    # pull matrix is singular on the data range. The solver must run (no LinAlgError), stay
+    # honest (a lower bound below the exact optimum, not converged) and say why.
     X, y = load_iris(return_X_y=True)
-    problem = LMNNProblem((X > 3).astype(float), y, k=3, mu=0.5)
+    problem = LMNNProblem((X[::3] > 3).astype(float), y[::3], k=3, mu=0.5)
     r = solve(problem, max_iter=200)
     exact = solve_lmnn(problem, method="aggregated")
     assert not r.converged and 0 <= r.lower <= exact.upper and exact.lower <= r.upper
@@ -483,7 +483,7 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
     else:
         assert q > 48
         np.testing.assert_array_equal(M0, np.eye(d))
-    result = solve(problem, tol=1e-4)  # the default start, certified from it
+    result = solve(problem, tol=1e-3)  # the default start, certified from it
     assert result.converged and result.certificate.verify().certified
 
 
