@@ -13,6 +13,8 @@ from fast_solver import MLNG
 from fast_solver.mlng.objective import mlng_objective
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(MLNG(max_iter=2), on_fail=None)  # API only: two epochs, the fewest that can stall
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
