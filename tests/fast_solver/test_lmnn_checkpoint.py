@@ -58,7 +58,9 @@ def test_saving_checkpoints_changes_nothing(tmp_path):
                        solve(problem, tol=TOL))
 
 
-@pytest.mark.parametrize("clusters", [False, True], ids=["lmnn", "multi-metric"])
+# multi-metric is marked slow: [lmnn] keeps the restart points quick, and the retraction test an
+# interrupted class-metrics solve
+@pytest.mark.parametrize("clusters", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["lmnn", "multi-metric"])
 def test_a_solve_interrupted_at_restart_points_resumes_bit_for_bit(tmp_path, monkeypatch, clusters):
     problem = _problem()
     options = dict(tol=TOL, clusters=problem.label_codes if clusters else None, checkpoint_interval=0)
