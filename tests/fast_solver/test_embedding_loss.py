@@ -1,4 +1,4 @@
-"""eq. 14 of an embedding against a brute-force loop over every triplet: value, eq. 14 and
+"""eq. 14 of an embedding against a brute-force sum over every triplet: value, eq. 14 and
 the gradient in ``Z`` (by finite differences too), at both hinges."""
 
 from __future__ import annotations
@@ -12,24 +12,24 @@ from fast_solver.low_rank.embedding_loss import EmbeddingLoss, embedding_loss, s
 from lmnn_sdp.core.problem import LMNNProblem
 
 
-def smoothed(h: float, width: float) -> float:
-    """The Huber-smoothed hinge ``s_w(h)`` (``w = 0``: ``[h]_+``)."""
-    if h <= 0:
-        return 0.0
-    return h - width / 2 if h >= width else h * h / (2 * width)
+def smoothed(h: np.ndarray, width: float) -> np.ndarray:
+    """The Huber-smoothed hinge ``s_w(h)`` (``w = 0``: ``[h]_+``), elementwise."""
+    positive = np.maximum(h, 0.0)
+    return positive if width == 0 else np.where(h >= width, h - width / 2, positive**2 / (2 * width))
 
 
 def brute_force(Z, targets, y, mu, width):
-    """``F_width`` and eq. 14 at ``Z`` (n, r) by a loop over every triplet ``(i, j, l)``."""
+    """``F_width`` and eq. 14 at ``Z`` (n, r) by a loop over every target pair ``(i, j)``, each
+    with every differently labelled ``l`` at once: every triplet ``(i, j, l)``."""
     value = hinge = pull = 0.0
     for i in range(len(Z)):
+        others = Z[y != y[i]]
         for j in targets[i]:
             d_ij = np.sum((Z[i] - Z[j]) ** 2)
             pull += d_ij
-            for l in np.flatnonzero(y != y[i]):
-                h = 1.0 + d_ij - np.sum((Z[i] - Z[l]) ** 2)
-                value += smoothed(h, width)
-                hinge += max(h, 0.0)
+            h = 1.0 + d_ij - np.sum((Z[i] - others) ** 2, axis=1)
+            value += np.sum(smoothed(h, width))
+            hinge += np.sum(np.maximum(h, 0.0))
     return (1 - mu) * pull + mu * value, (1 - mu) * pull + mu * hinge
 
 

@@ -336,6 +336,8 @@ EXPECTED_FAILURES = {
 }
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     # as for LMNN (tests/fast_solver/test_estimators.py): a short learner budget
     estimator = EnergyClassifier(LMNN(max_iter=50))

@@ -187,6 +187,8 @@ EXPECTED_FAILURES = {
 }
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(KernelLMCA(max_iter=30), expected_failed_checks=EXPECTED_FAILURES,
                               on_fail=None)

@@ -178,6 +178,8 @@ EXPECTED_FAILURES = {
 }
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(LMCA(max_iter=30), expected_failed_checks=EXPECTED_FAILURES, on_fail=None)
     assert [r["check_name"] for r in results if r["status"] == "failed"] == []

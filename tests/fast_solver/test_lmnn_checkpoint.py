@@ -58,7 +58,9 @@ def test_saving_checkpoints_changes_nothing(tmp_path):
                        solve(problem, tol=TOL))
 
 
-@pytest.mark.parametrize("clusters", [False, True], ids=["lmnn", "multi-metric"])
+# multi-metric is marked slow: [lmnn] keeps the restart points quick, and the retraction test an
+# interrupted class-metrics solve
+@pytest.mark.parametrize("clusters", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["lmnn", "multi-metric"])
 def test_a_solve_interrupted_at_restart_points_resumes_bit_for_bit(tmp_path, monkeypatch, clusters):
     problem = _problem()
     options = dict(tol=TOL, clusters=problem.label_codes if clusters else None, checkpoint_interval=0)
@@ -77,7 +79,8 @@ def test_a_solve_interrupted_at_restart_points_resumes_bit_for_bit(tmp_path, mon
 
 def test_a_solve_interrupted_right_after_a_retraction_resumes_bit_for_bit(tmp_path, monkeypatch):
     """The restart point after a retraction holds its shorter radius and the union of the sets."""
-    problem = LMNNProblem(*load_iris(return_X_y=True), k=3, mu=0.5)  # class metrics retract once
+    data, labels = load_iris(return_X_y=True)
+    problem = LMNNProblem(data[::3], labels[::3], k=3, mu=0.5)  # class metrics retract once
     options = dict(tol=1e-6, clusters=problem.label_codes, checkpoint_interval=0)
     retracted, original = [], Checkpoint.save
 
@@ -98,14 +101,14 @@ def test_a_solve_interrupted_right_after_a_retraction_resumes_bit_for_bit(tmp_pa
 
 
 def test_a_solve_on_narrow_factors_resumes_bit_for_bit(tmp_path, monkeypatch):
-    """Breast cancer, 300 points of 30 features: ``L`` is cut to fewer rows (rank 13), and a
-    solve resumed at a restart point after the cut starts from the narrow ``L``."""
+    """Breast cancer, 150 points of 30 features: ``L`` is cut to fewer rows (the optimum has low
+    rank), and a solve resumed at a restart point after the cut starts from the narrow ``L``."""
     from sklearn.datasets import load_breast_cancer
 
     from fast_solver.lmnn.smoothed import SmoothedObjective
 
     data, labels = load_breast_cancer(return_X_y=True)
-    cancer = LMNNProblem(data[:300], labels[:300], k=3, mu=0.5)
+    cancer = LMNNProblem(data[:300:2], labels[:300:2], k=3, mu=0.5)
     widths, evaluate = [], SmoothedObjective.evaluate
 
     def spy(self, L, gamma):

@@ -24,8 +24,8 @@ from sklearn.pipeline import make_pipeline
 from fast_solver import LMCA, LMNN, MLNG, NCA, RCA, MultiPassLMNN
 from lmnn_sdp import MMC
 
-LEARNERS = [LMNN(), MultiPassLMNN(), NCA(random_state=0), LMCA(n_components=2), MLNG(random_state=0, max_iter=20),
-            RCA(), MMC()]
+LEARNERS = [LMNN(), MultiPassLMNN(max_passes=2), NCA(random_state=0), LMCA(n_components=2),
+            MLNG(random_state=0, max_iter=5), RCA(), MMC()]
 IDS = [type(learner).__name__ for learner in LEARNERS]
 
 

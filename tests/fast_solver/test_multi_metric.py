@@ -31,10 +31,11 @@ def iris():
     return LMNNProblem(X, y, k=3, mu=0.5)
 
 
+# wine (13 features) is marked slow: iris-classes keeps the class metrics' certified optimum quick
 @pytest.mark.parametrize("loader, split", [(load_iris, "classes"), (load_iris, "halves"),
-                                           (load_wine, "classes")])
+                                           pytest.param(load_wine, "classes", marks=pytest.mark.slow)])
 def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
-    X, y = _standardised(loader, 2)
+    X, y = _standardised(loader, 3)  # 50 and 60 points: every cluster's pull matrix is regular
     problem = LMNNProblem(X, y, k=3, mu=0.5)
     clusters = problem.label_codes if split == "classes" else (X[:, 0] > 0).astype(np.intp)
     fast = solve(problem, clusters=clusters)
@@ -44,6 +45,7 @@ def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
     assert abs(fast.upper - exact.upper) <= 1e-6 * exact.upper
     assert fast.lower <= exact.upper * (1 + 1e-9) and exact.lower <= fast.upper * (1 + 1e-9)
     assert fast.upper == pytest.approx(problem.objective(fast.metric, clusters), rel=1e-9)
+    assert fast.certificate.singular_clusters == ()
     verified = fast.certificate.verify()
     assert verified.kind == "multi-metric-lmnn" and verified.certified
     np.testing.assert_array_equal(fast.clusters, clusters)
@@ -52,15 +54,21 @@ def test_fast_multi_metric_reaches_the_certified_optimum(loader, split):
                                fast.metric, atol=1e-9 * np.abs(fast.metric).max())
 
 
-def test_one_cluster_is_lmnn(iris):
-    single = solve(iris)
+@pytest.fixture(scope="module")
+def iris_lmnn(iris):
+    """LMNN's certified optimum on ``iris``: one metric for every point."""
+    return solve(iris)
+
+
+def test_one_cluster_is_lmnn(iris, iris_lmnn):
+    single = iris_lmnn
     one = solve(iris, clusters=np.zeros(iris.n_samples, np.intp))
     assert one.converged and one.metric.shape == (1, 4, 4)
     assert one.upper == pytest.approx(single.upper, rel=2e-6)
 
 
-def test_multi_metric_is_no_worse_than_its_global_start(iris):
-    single = solve(iris)
+def test_multi_metric_is_no_worse_than_its_global_start(iris, iris_lmnn):
+    single = iris_lmnn
     multi = solve(iris, single.metric, clusters=iris.label_codes)
     assert multi.upper <= single.upper * (1 + 1e-9) and multi.converged
 
@@ -133,6 +141,8 @@ def test_estimator_errors():
         MultiMetricLMNN().fit(X, np.zeros(len(y)))
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(MultiMetricLMNN(max_iter=30), expected_failed_checks=EXPECTED_FAILURES,
                               on_fail=None)

@@ -199,6 +199,8 @@ def test_estimator_warns_naming_the_passes_that_did_not_certify():
     assert not model.converged_ and model.n_passes_ == 2  # an uncertified pass still retargets
 
 
+# scikit-learn's whole suite stays quick for LMNN (test_estimators.py::test_passes_sklearn_estimator_checks)
+@pytest.mark.slow
 def test_passes_sklearn_estimator_checks():
     results = check_estimator(MultiPassLMNN(max_passes=2, max_iter=30),
                               expected_failed_checks=EXPECTED_FAILURES, on_fail=None)

@@ -206,11 +206,11 @@ def test_package_exports():
 
 
 def test_binary_features_with_a_singular_pull_matrix_run_and_say_why_they_stop():
-    # Thresholded iris: many points coincide with their targets, so the pull matrix is
-    # singular on the data range. The solver must run (no LinAlgError), stay honest
-    # (a lower bound below the exact optimum, not converged) and say why.
+    # Thresholded iris (every third point): many points coincide with their targets, so the
+    # pull matrix is singular on the data range. The solver must run (no LinAlgError), stay
+    # honest (a lower bound below the exact optimum, not converged) and say why.
     X, y = load_iris(return_X_y=True)
-    problem = LMNNProblem((X > 3).astype(float), y, k=3, mu=0.5)
+    problem = LMNNProblem((X[::3] > 3).astype(float), y[::3], k=3, mu=0.5)
     r = solve(problem, max_iter=200)
     exact = solve_lmnn(problem, method="aggregated")
     assert not r.converged and 0 <= r.lower <= exact.upper and exact.lower <= r.upper
@@ -258,7 +258,7 @@ def test_timings_name_every_part_of_the_solve():
     from validation.instances import builtin_instances
 
     problem = next(i for i in builtin_instances() if i.name.startswith("ten-classes")).problem()
-    result = solve(problem, clusters=problem.label_codes, max_iter=100)
+    result = solve(problem, clusters=problem.label_codes, max_iter=40)  # two escapes in the first 40
     parts = ("search", "newton", "escape", "bounds")
     assert set(result.timings) == {*parts, "total"}
     assert result.timings["escape"] > 0
@@ -413,11 +413,12 @@ def test_renewed_working_sets_keep_the_multipliers_of_the_pairs_they_share(iris)
 
 @pytest.fixture(scope="module")
 def cancer():
-    """300 points of 30 features whose LMNN optimum has rank 13 (k=3, mu=0.5)."""
+    """150 points of 30 features (every other one of the first 300) whose LMNN optimum has low
+    rank: ``L`` is cut to 11 rows (k=3, mu=0.5)."""
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
-    return LMNNProblem(X[:300], y[:300], k=3, mu=0.5)
+    return LMNNProblem(X[:300:2], y[:300:2], k=3, mu=0.5)
 
 
 def _widths(monkeypatch):
@@ -443,9 +444,9 @@ def _widths(monkeypatch):
 
 @pytest.mark.parametrize("clusters", [False, True], ids=["lmnn", "class metrics"])
 def test_a_low_rank_optimum_is_reached_on_narrow_factors_and_escapes_stay_narrow(cancer, monkeypatch, clusters):
-    """With rank-13 metrics of 30 coordinates, ``L`` is cut to fewer rows, escapes from a narrow
+    """With low-rank metrics of 30 coordinates, ``L`` is cut to fewer rows, escapes from a narrow
     ``L`` add rows, and the certified optimum is the one of square factors."""
-    start = solve(cancer, tol=1e-6).metric if clusters else None  # the LMNN optimum, rank 13
+    start = solve(cancer, tol=1e-6).metric if clusters else None  # the LMNN optimum, of low rank
     options = dict(clusters=cancer.label_codes if clusters else None, tol=1e-6)
     widths, escapes = _widths(monkeypatch)
     narrow = solve(cancer, start, **options)
@@ -462,12 +463,12 @@ def test_a_low_rank_optimum_is_reached_on_narrow_factors_and_escapes_stay_narrow
     assert max(narrow.lower, square.lower) <= min(narrow.upper, square.upper) * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("decay, expected", [(0.96, "cut"), (0.999, "identity")])
+@pytest.mark.parametrize("decay, expected", [(0.955, "cut"), (0.999, "identity")])
 def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_the_variance(decay, expected):
     """Brute force: the fewest leading principal directions whose variance reaches 97% of the
-    total (at least 32); the identity when they are more than three quarters of d = 64."""
+    total (at least 32); the identity when they are more than three quarters of d = 48."""
     rng = np.random.default_rng(1)
-    d = 64
+    d = 48
     X = rng.normal(size=(300, d)) * decay ** np.arange(d) @ np.linalg.qr(rng.normal(size=(d, d)))[0]
     y = np.arange(300) % 3
     problem = LMNNProblem(X, y, k=2)
@@ -477,13 +478,13 @@ def test_the_default_start_is_euclidean_on_the_principal_directions_that_hold_th
     q = max(32, next(i + 1 for i in range(d) if share[i] >= 0.97))
     M0 = euclidean_start(problem, solver.OPTIONS)
     if expected == "cut":
-        assert 32 < q <= 48  # the data leave out more than a quarter of the directions
+        assert 32 < q <= 36  # the data leave out more than a quarter of the directions
         np.testing.assert_allclose(M0, Vt[:q].T @ Vt[:q], atol=1e-10)
         assert np.linalg.matrix_rank(M0, tol=1e-8) == q
     else:
-        assert q > 48
+        assert q > 36
         np.testing.assert_array_equal(M0, np.eye(d))
-    result = solve(problem, tol=1e-4)  # the default start, certified from it
+    result = solve(problem, tol=1e-3)  # the default start, certified from it
     assert result.converged and result.certificate.verify().certified
 
 
