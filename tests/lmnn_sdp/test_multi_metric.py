@@ -116,7 +116,7 @@ def test_default_clusters_are_the_classes():
     assert np.array_equal(result.clusters, p.label_codes) and result.metrics.shape == (2, 2, 2)
 
 
-@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8)])
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (2, 0.8)])
 def test_every_method_and_formulation_matches_reference(seed, mu):
     p, clusters, _ = random_instance(seed, mu=mu)
     expected = reference_optimum(p, clusters)
