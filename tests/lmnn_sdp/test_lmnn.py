@@ -32,7 +32,7 @@ def tiny(seed: int, mu: float, k: int = 2, n: int = 10, d: int = 2) -> LMNNProbl
     return LMNNProblem(rng.normal(size=(n, d)), np.arange(n) % 2, k=k, mu=mu)
 
 
-@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8)])
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5)])
 def test_full_dual_and_cutting_plane_match_reference(seed, mu):
     p = tiny(seed, mu)
     expected = reference_optimum(p)

@@ -116,7 +116,7 @@ def test_default_clusters_are_the_classes():
     assert np.array_equal(result.clusters, p.label_codes) and result.metrics.shape == (2, 2, 2)
 
 
-@pytest.mark.parametrize("seed,mu", [(0, 0.2), (1, 0.5), (2, 0.8)])
+@pytest.mark.parametrize("seed,mu", [(0, 0.2), (2, 0.8)])
 def test_every_method_and_formulation_matches_reference(seed, mu):
     p, clusters, _ = random_instance(seed, mu=mu)
     expected = reference_optimum(p, clusters)
@@ -132,18 +132,19 @@ def test_every_method_and_formulation_matches_reference(seed, mu):
         assert min(np.linalg.eigvalsh(M)[0] for M in result.metrics) >= -1e-12
 
 
-def test_bounds_bracket_the_optimum_over_many_random_instances():
-    for seed in range(20):
-        p, clusters, metrics = random_instance(100 + seed, n=9, n_clusters=2 + seed % 2,
-                                               mu=[0.2, 0.5, 0.8][seed % 3], k=1 + seed % 2)
-        optimum = solve_mm_lmnn(p, clusters, method="full")
-        assert optimum.certificate.certified
-        cert = certify(p, metrics, clusters=clusters)
-        assert 0 <= cert.lower <= optimum.upper * (1 + 1e-9) <= cert.upper * (1 + 1e-9)
-        rng = np.random.default_rng(seed)
-        t = p.all_triplets()
-        lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.5)
-        assert dual_lower_bound(p.with_clusters(clusters), t, lam).lower <= optimum.upper * (1 + 1e-9)
+# seeds 0-5 meet each number of clusters and k with each mu; seeds 6-19 (slow, 2 s) are more of the same
+@pytest.mark.parametrize("seed", [*range(6), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(6, 20))])
+def test_bounds_bracket_the_optimum_over_many_random_instances(seed):
+    p, clusters, metrics = random_instance(100 + seed, n=9, n_clusters=2 + seed % 2,
+                                           mu=[0.2, 0.5, 0.8][seed % 3], k=1 + seed % 2)
+    optimum = solve_mm_lmnn(p, clusters, method="full")
+    assert optimum.certificate.certified
+    cert = certify(p, metrics, clusters=clusters)
+    assert 0 <= cert.lower <= optimum.upper * (1 + 1e-9) <= cert.upper * (1 + 1e-9)
+    rng = np.random.default_rng(seed)
+    t = p.all_triplets()
+    lam = rng.uniform(0, 2 * p.mu, size=len(t)) * (rng.uniform(size=len(t)) < 0.5)
+    assert dual_lower_bound(p.with_clusters(clusters), t, lam).lower <= optimum.upper * (1 + 1e-9)
 
 
 def common_scale(p: LMNNProblem, clusters, triplets, lam) -> float:
