@@ -169,9 +169,16 @@ def test_a_fit_killed_at_random_points_resumes_bit_for_bit(tmp_path, kill_during
     assert any(killed)  # at least one kill fell inside the fit
 
 
-def test_a_finished_solve_returns_its_result_without_iterating(tmp_path, monkeypatch):
-    problem, path = _problem(), tmp_path / "done.ckpt"
-    first = solve(problem, tol=1e-6, checkpoint=path)
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A solve of ``_problem()`` to tol 1e-6, and the checkpoint it left at its end (bytes)."""
+    path = tmp_path_factory.mktemp("finished") / "fit.ckpt"
+    return solve(_problem(), tol=1e-6, checkpoint=path), path.read_bytes()
+
+
+def test_a_finished_solve_returns_its_result_without_iterating(tmp_path, monkeypatch, finished):
+    (first, saved), problem, path = finished, _problem(), tmp_path / "done.ckpt"
+    path.write_bytes(saved)
 
     def no_newton(*args, **kwargs):
         raise AssertionError("a finished solve iterated again")
@@ -202,10 +209,8 @@ def test_multipass_resumes_from_its_passes(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "edit"])
-def test_a_damaged_checkpoint_is_refused(tmp_path, damage):
-    problem, path = _problem(), tmp_path / "fit.ckpt"
-    solve(problem, tol=1e-6, checkpoint=path)
-    data = path.read_bytes()
+def test_a_damaged_checkpoint_is_refused(tmp_path, damage, finished):
+    problem, path, data = _problem(), tmp_path / "fit.ckpt", finished[1]
     path.write_bytes(data[: len(data) // 2] if damage == "truncate" else data[:-40] + bytes([data[-40] ^ 4]) + data[-39:])
     with pytest.raises(CheckpointError, match="damaged"):
         solve(problem, tol=1e-6, checkpoint=path)
@@ -213,9 +218,9 @@ def test_a_damaged_checkpoint_is_refused(tmp_path, damage):
         _lmnn(path).set_params(tol=1e-6).fit(X, Y)
 
 
-def test_a_checkpoint_of_other_inputs_options_or_fits_is_refused(tmp_path):
+def test_a_checkpoint_of_other_inputs_options_or_fits_is_refused(tmp_path, finished):
     problem, path = _problem(), tmp_path / "fit.ckpt"
-    solve(problem, tol=1e-6, checkpoint=path)
+    path.write_bytes(finished[1])
     for other in [dict(tol=1e-7), dict(max_iter=999), dict(band=0.4), dict(M0=2 * np.eye(4)),
                   dict(clusters=problem.label_codes)]:
         with pytest.raises(CheckpointError, match="other inputs or options"):

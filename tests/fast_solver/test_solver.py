@@ -28,8 +28,15 @@ def iris():
 
 
 @pytest.fixture(scope="module")
-def iris_result(iris):
-    return solve(iris)
+def iris_solve(iris):
+    """The default solve of iris, and the stages its callback saw."""
+    stages = []
+    return solve(iris, callback=stages.append), stages
+
+
+@pytest.fixture(scope="module")
+def iris_result(iris_solve):
+    return iris_solve[0]
 
 
 def test_converges_to_the_certified_optimum(iris, iris_result):
@@ -134,18 +141,16 @@ def test_mu_one_reports_honest_bounds(iris):
     assert r.converged == (r.relative_gap <= 1e-6)
 
 
-def test_callback_sees_every_stage_with_growing_bounds(iris):
-    stages = []
-    r = solve(iris, callback=stages.append)
+def test_callback_sees_every_stage_with_growing_bounds(iris_solve):
+    r, stages = iris_solve
     assert len(stages) == r.n_stages >= 2
     assert [s.stage for s in stages] == list(range(len(stages)))
     assert all(b.upper <= a.upper and b.lower >= a.lower for a, b in zip(stages, stages[1:]))
     assert all(b.gamma <= a.gamma for a, b in zip(stages, stages[1:]))
 
 
-def test_every_search_that_finds_a_better_metric_extends_the_upper_path(iris):
-    stages = []
-    r = solve(iris, callback=stages.append)
+def test_every_search_that_finds_a_better_metric_extends_the_upper_path(iris, iris_solve):
+    r, stages = iris_solve
     seconds, uppers = map(np.array, zip(*r.upper_path))
     assert np.all(np.diff(seconds) >= 0) and np.all(np.diff(uppers) < 0)
     start = best_scale(iris, np.eye(4)) * np.eye(4)
