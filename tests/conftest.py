@@ -1,16 +1,19 @@
 """Fixtures shared by the test folders: ``kill_during`` runs a fit in a child process and
 kills it with SIGKILL, for the checkpoint tests of every fit; ``thin_tail_points`` makes points
-whose scatter has a thin tail, for the tests of principal coordinates. With pytest-xdist
+whose scatter has a thin tail, for the tests of principal coordinates; ``as_integers`` and
+``exact_objective`` compute in exact arithmetic, for the tests of rounding bounds. With pytest-xdist
 (``-n``), the workers share the cores (``pytest_configure``)."""
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +91,48 @@ def thin_tail_points():
         rotation = np.linalg.qr(rng.normal(size=(r, r)))[0]
         return 5.0 + (rng.normal(size=(n, r)) * scales) @ rotation
     return make
+
+
+def _as_integers(values) -> tuple[np.ndarray, int]:
+    """``values`` (floats or Fractions) times their least common denominator, exactly: an array
+    of Python integers of the same shape; and that denominator (a power of two for floats)."""
+    F = [v if isinstance(v, Fraction) else Fraction(float(v)) for v in np.ravel(values)]
+    scale = math.lcm(*(f.denominator for f in F))
+    return np.array([f.numerator * (scale // f.denominator) for f in F], dtype=object).reshape(np.shape(values)), scale
+
+
+def _exact_objective(problem, metric, clusters=None) -> Fraction:
+    """eq. 14 (sec. 5.2 with ``clusters``) at the metric(s) (floats or Fractions), in exact
+    arithmetic: with the inputs and the metrics scaled to integers every distance is an integer
+    ``scale`` times too large, and the sums are Python's exact integers."""
+    metrics = np.asarray(metric)[None] if clusters is None else np.asarray(metric)
+    owner = np.zeros(problem.n_samples, int) if clusters is None else np.asarray(clusters)
+    X, x_scale = _as_integers(problem.X)
+    Ms, m_scale = _as_integers(metrics)
+    scale = x_scale**2 * m_scale
+
+    def D(a, b):  # the distance times scale
+        v = X[a] - X[b]
+        return v @ Ms[owner[b]] @ v
+
+    codes = problem.label_codes
+    pull = push = 0
+    for i in range(problem.n_samples):
+        for j in problem.targets[i]:
+            dij = D(i, j)
+            pull += dij
+            push += sum(max(0, scale + dij - D(i, l)) for l in np.flatnonzero(codes != codes[i]))
+    mu = Fraction(problem.mu)
+    return ((1 - mu) * pull + mu * push) / scale
+
+
+@pytest.fixture(scope="session")
+def as_integers():
+    """``as_integers(values)``: an array as Python integers over its common denominator."""
+    return _as_integers
+
+
+@pytest.fixture(scope="session")
+def exact_objective():
+    """``exact_objective(problem, metric, clusters=None)``: eq. 14 in exact arithmetic."""
+    return _exact_objective

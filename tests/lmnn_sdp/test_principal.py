@@ -48,14 +48,9 @@ def _problem(case):
     return LMNNProblem(features(X), np.arange(36) % 3, k=2, mu=0.5), M
 
 
-def _exact_distances(X, M):
+def _exact_distances(X, M, integers):
     """``(x_a - x_b)^T M (x_a - x_b)`` for every pair, in exact arithmetic on the floats: each
-    array as Python integers over a power of 2 (the common denominator of its floats)."""
-    def integers(A):
-        F = [Fraction(float(v)) for v in np.ravel(A)]
-        scale = max(f.denominator for f in F)
-        return np.array([f.numerator * (scale // f.denominator) for f in F], dtype=object).reshape(np.shape(A)), scale
-
+    array as Python integers over its common denominator (``integers``, the fixture ``as_integers``)."""
     (Xi, sx), (Mi, sm) = integers(X), integers(M)
     V = Xi[:, None, :] - Xi[None, :, :]
     D = ((V @ Mi) * V).sum(axis=-1)
@@ -63,13 +58,13 @@ def _exact_distances(X, M):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_metric_coordinates_bound_every_exact_distance_from_below(case):
+def test_metric_coordinates_bound_every_exact_distance_from_below(case, as_integers):
     problem, M = _problem(case)
     Xo = problem.X_centered
     (s,), (t,), rho = rounding.metric_scales(M[None])
     sigma = rounding.point_sizes(Xo, s[None])[0]
     coords = metric_coordinates(M, s, Xo, sigma)
-    exact = _exact_distances(problem.X, M)
+    exact = _exact_distances(problem.X, M, as_integers)
     W = coords.W / np.sqrt(coords.scale)
     gaps = []
     for a in range(problem.n_samples):
@@ -84,9 +79,9 @@ def test_metric_coordinates_bound_every_exact_distance_from_below(case):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("band", [0.0, 0.5])
-def test_active_triplets_are_those_of_exact_arithmetic(case, band):
+def test_active_triplets_are_those_of_exact_arithmetic(case, band, as_integers):
     problem, M = _problem(case)
-    exact = _exact_distances(problem.X, M)
+    exact = _exact_distances(problem.X, M, as_integers)
     found = {tuple(row) for row in problem.active_triplets(M, band)}
     codes = problem.label_codes
     sure = unsure = 0
@@ -104,9 +99,9 @@ def test_active_triplets_are_those_of_exact_arithmetic(case, band):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_evaluate_is_within_its_rounding_bound_of_exact_arithmetic(case):
+def test_evaluate_is_within_its_rounding_bound_of_exact_arithmetic(case, as_integers):
     problem, M = _problem(case)
-    exact = _exact_distances(problem.X, M)
+    exact = _exact_distances(problem.X, M, as_integers)
     codes, mu = problem.label_codes, Fraction(problem.mu)
     pull = push = Fraction(0)
     for i in range(problem.n_samples):

@@ -1,6 +1,5 @@
 """eq. 14 with its rounding bound (``LMNNProblem.evaluate``) against exact rational arithmetic."""
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -10,34 +9,6 @@ from sklearn.datasets import load_iris
 from lmnn_sdp.core.problem import LMNNProblem
 from lmnn_sdp.core.psd import project_psd
 from lmnn_sdp.core.rounding import metric_scales
-
-
-def exact_objective(problem: LMNNProblem, M, clusters=None) -> Fraction:
-    """eq. 14 (sec. 5.2 with ``clusters``) at the float metric(s) ``M``, in exact arithmetic: the
-    inputs and each metric as Python integers over a common denominator."""
-    def integers(A):
-        F = [v if isinstance(v, Fraction) else Fraction(float(v)) for v in np.ravel(A)]
-        scale = math.lcm(*(f.denominator for f in F))
-        return np.array([f.numerator * (scale // f.denominator) for f in F], dtype=object).reshape(np.shape(A)), scale
-
-    X, sx = integers(problem.X)
-    metrics = np.asarray(M)[None] if clusters is None else np.asarray(M)
-    owner = np.zeros(problem.n_samples, int) if clusters is None else np.asarray(clusters)
-    V = X[:, None, :] - X[None, :, :]
-    D = np.empty((problem.n_samples,) * 2, dtype=object)  # D[a, b] = v^T M_{c(b)} v, v = x_a - x_b
-    for c, m in enumerate(metrics):
-        (Mi, sm), cols = integers(m), owner == c
-        sums = ((V[:, cols] @ Mi) * V[:, cols]).sum(axis=-1)
-        D[:, cols] = [[Fraction(int(v), sx * sx * sm) for v in row] for row in sums]
-
-    codes, mu = problem.label_codes, Fraction(problem.mu)
-    pull = push = Fraction(0)
-    for i in range(problem.n_samples):
-        for j in problem.targets[i]:
-            pull += D[i, j]
-            for l in np.flatnonzero(codes != codes[i]):
-                push += max(Fraction(0), 1 + D[i, j] - D[i, l])
-    return (1 - mu) * pull + mu * push
 
 
 def small_iris(features=None):
@@ -50,7 +21,7 @@ def small_iris(features=None):
 @pytest.mark.parametrize("M", [np.eye(4), np.diag([1e-3, 1.0, 1e3, 0.0]),
                                np.outer([1.0, -2.0, 0.5, 3.0], [1.0, -2.0, 0.5, 3.0]) * 1e12])
 @pytest.mark.parametrize("origin", ["mean", "median"])
-def test_the_rounding_bound_holds_against_exact_arithmetic(M, origin):
+def test_the_rounding_bound_holds_against_exact_arithmetic(M, origin, exact_objective):
     problem = small_iris()
     at = None if origin == "mean" else problem.independent_origin()
     computed = problem.evaluate(M, origin=at)
@@ -75,7 +46,7 @@ def test_feature_scales_do_not_widen_the_bound():
     assert scaled.evaluate(M).rounding < 1e3 * problem.evaluate(np.eye(4)).rounding
 
 
-def test_multi_metric_bound_holds_against_exact_arithmetic():
+def test_multi_metric_bound_holds_against_exact_arithmetic(exact_objective):
     problem = small_iris()
     clusters = problem.label_codes
     metrics = np.stack([np.eye(4), np.diag([4.0, 1.0, 0.25, 1.0]), 1e9 * np.eye(4)])
@@ -84,7 +55,7 @@ def test_multi_metric_bound_holds_against_exact_arithmetic():
     assert abs(Fraction(computed.value) - exact) <= Fraction(computed.rounding)
 
 
-def test_a_metric_psd_only_up_to_rounding_is_bounded_against_its_psd_neighbour():
+def test_a_metric_psd_only_up_to_rounding_is_bounded_against_its_psd_neighbour(exact_objective):
     # a rank-2 metric a rounding away from the PSD cone (eigenvalues of -1e-14);
     # the bound speaks of M+ = M + diag(t)^2, which is PSD in exact arithmetic
     problem = small_iris()
