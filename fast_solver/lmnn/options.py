@@ -1,8 +1,8 @@
 """The tuned values of the fast LMNN solver, in one place.
 
-``fast_solver.solve`` runs with ``SolverOptions()``: every value below was measured, and
-each note says what it trades. What was tried instead, and what it cost, is in the design
-note ``docs/design/fast-lmnn-solver.md`` (the sections named in brackets). What only picks a
+``fast_solver.solve`` runs with ``SolverOptions()``; each note below says what its value
+trades. The alternatives and their costs are in the design note
+``docs/design/fast-lmnn-solver.md`` (the sections named in brackets). What only picks a
 path by size stays in the module that uses it: block sizes and thread thresholds (``impostors``,
 ``energy``, ``compiled``, ``smoothed``) and the largest rank searched by ball trees
 (``impostors.BALLTREE_MAX_RANK``); so do the checkpoint's version (``state.ITERATIONS``) and

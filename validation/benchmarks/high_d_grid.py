@@ -72,7 +72,7 @@ fit. Its columns:
 * ``detail``: stages, searches and timings of our solve, the peer's iteration budget and
   warnings, the progress of a killed fit (our last stage: its end, eq. 14, estimated gap),
   the reason for a skip.
-* ``commit``: the code version the row was measured at (``records.code_version`` when its run
+* ``commit``: the code version that measured the row (``records.code_version`` when its run
   started; the record's provenance names the same).
 
 Resuming. ``--resume`` keeps every complete cell of the
