@@ -17,7 +17,7 @@ Each fit runs in a fresh spawned process with probes wrapped around the solver's
   with its gradient, line searches (``SmoothedObjective.ray`` coefficients plus
   ``ray_minimum``), the stopping test's scaled bound (``scaled_bound``: an
   eigen-decomposition of ``G``) and the drift test;
-* exact impostor searches (count, time), certificates (``prove``: count, time);
+* exact impostor searches (count, time), certificates (``prove_projected``: count, time);
 * the first phase: seconds until the estimated gap first reaches 1e-2 (the coarse stop
   of issue 29);
 * at the last evaluated point: the smoothing width, active / transition / working-set
@@ -28,6 +28,36 @@ Each fit runs in a fresh spawned process with probes wrapped around the solver's
 ``--budget`` stops a fit after that many seconds (checked after every continuation stage)
 and records how far it got. ``--cprofile N`` prints the N functions of most cumulative time
 per fit. The record is ``docs/results/high-d-profile.md`` and ``.csv``.
+
+The cost model (the record ``NAME-cost``). This machine's GEMM peak, ``A @ B`` with ``A``
+(4096, 1024) and ``B`` (1024, 1024) in float64 and float32 on 1 thread and on every core
+(best of 5), and for every kernel of each fit its calls, seconds and floating-point operations
+in float64 and float32, counted from the shapes at each call (``n`` points, ``r`` whitened
+coordinates, ``L`` of shape (p, r), ``N`` nodes of a pair graph, ``E`` its edges, ``T``
+triplets in transition, ``S`` of them sampled for the preconditioner):
+
+* ``evaluate``: ``Z = X L^T`` (2 N r p), distances (3 (n k + P) p), ``G = X^T Lap X``
+  (2 E r + 2 N r^2), the gradient ``2 L G`` (2 p r^2); ``advance`` the same without ``Z``
+  (its ``Z + t Y``: 2 N p);
+* ``hessp``: ``2 V G`` (2 p r^2, float64) and in float32 ``Y = X V^T`` and ``X^T Lap Z``
+  over the transition graph (2 x 2 N r p), its Laplacian (8 T p) and the triplet products
+  (12 T p);
+* ``precondition`` (one application a CG iteration): four products in the eigenbases
+  (4 p^2 r + 4 p r^2); ``preconditioner`` (one a Newton step): ``L L^T`` (2 p^2 r), two
+  eigen-decompositions (9 p^3 + 9 r^3) and in float32 the sampled curvature
+  (4 S r^2 + 10 S r p);
+* ``ray``: ``Y = X V^T`` (2 N r p) and the distance polynomials (6 (n k + P) p);
+  ``scaled_bound``: an eigen-decomposition of ``G`` (9 r^3);
+* ``search``: ``M = L^T L`` (2 r^2 p), ``Z`` (2 n r p), the principal coordinates
+  (2 n p^2 + 9 p^3 + 2 n p s) and every float32 tile of distances (2 b m h for a tile of
+  b x m from factors of h columns); ``certificate``: its float32 tiles (the two evaluations
+  of eq. 14) counted the same way, the rest estimated as three products of the inputs with
+  a (d, d) matrix and two eigen-decompositions (6 n d^2 + 18 d^3).
+
+Each kernel's row gives its achieved GFLOPS and ``floor_s``, the seconds its operations
+would take at the peak of their precision on every core; ``of_peak`` is ``floor_s /
+seconds``. The ``floor`` row of the largest ``d``: the seconds of a certified solve whose
+kernels ran at that peak with the calls of the smallest ``d`` of the run.
 """
 
 from __future__ import annotations
@@ -35,14 +65,16 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import sys
+import threading
 import time
 from collections import defaultdict
 
 import numpy as np
 
-from lmnn_sdp.core.machine import available_cores
+from lmnn_sdp.core.machine import THREAD_VARIABLES, available_cores
 from validation.benchmarks.common import in_fresh_process
 from validation.records import Recorder, add_record_option, module_command
 
@@ -51,6 +83,11 @@ COLUMNS = ("d", "rank", "total_s", "newton_s", "newton_steps", "cg_iter", "cg_pe
            "certificates", "certificate_s", "escape_s", "first_phase_s", "stages", "gap", "certified",
            "final_gamma", "n_active", "n_transition", "n_working", "metric_rank", "metric_spread",
            "hess_diag_spread", "detail")
+COST_COLUMNS = ("d", "kernel", "threads", "calls", "seconds", "gflop64", "gflop32", "gflops", "floor_s", "of_peak",
+                "detail")
+GEMM_SHAPE = (4096, 1024, 1024)  # A (m, k) @ B (k, n) of the peak
+KERNELS = ("evaluate", "advance", "hessp", "precondition", "preconditioner", "ray", "scaled_bound", "search",
+           "certificate")
 
 
 def main(argv=None) -> int:
@@ -62,25 +99,105 @@ def main(argv=None) -> int:
     parser.add_argument("--cprofile", type=int, default=0, help="print this many top functions per fit")
     add_record_option(parser, "high-d-profile")
     args = parser.parse_args(argv)
+    command = module_command("validation.benchmarks.high_d_profile", argv)
+    threads = "threads: " + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in THREAD_VARIABLES)
     record = Recorder(args.record, "Where the time of a certified solve goes: Fashion-MNIST 10,000 x d",
-                      notes=f"k=3, mu=0.5, certified tol {args.tol:g}; every fit in a fresh process, one "
-                            "thread (OMP/OPENBLAS/MKL/NUMBA_NUM_THREADS=1), wall-clock seconds. "
+                      notes=f"k=3, mu=0.5, certified tol {args.tol:g}; every fit in a fresh process, "
+                            f"{available_cores()} cores, {threads}; wall-clock seconds. "
                             "`newton_steps`: truncated-CG solves; `cg_iter`: Hessian-vector products "
                             "inside CG; `line_s`: ray coefficients and ray_minimum; `stop_test_s`: the "
                             "scaled bound and drift test after every step; `first_phase_s`: until the "
                             "estimated gap reaches 1e-2; spreads are largest / smallest positive.",
-                      command=module_command("validation.benchmarks.high_d_profile", argv), columns=COLUMNS,
+                      command=command, columns=COLUMNS,
                       formats={c: ".1f" for c in COLUMNS if c.endswith("_s")}
                       | {"gap": ".2e", "final_gamma": ".2g", "metric_spread": ".3g",
                          "hess_diag_spread": ".3g", "cg_per_step": ".1f"})
-    print(f"machine: {available_cores()} cores available; wall-clock times")
+    cost = Recorder(args.record and f"{args.record}-cost",
+                    "The cost model of a certified solve: operations per kernel against the GEMM peak",
+                    notes=f"Fashion-MNIST 10,000 x d, k=3, mu=0.5, certified tol {args.tol:g}; {threads}. "
+                          "Operations as the module docstring of validation.benchmarks.high_d_profile "
+                          "counts them; `gflops` achieved, `floor_s` at the peak of every core, "
+                          "`of_peak` = floor_s / seconds.",
+                    command=command, columns=COST_COLUMNS,
+                    formats={"seconds": ".2f", "floor_s": ".2f", "gflop64": ".4g", "gflop32": ".4g",
+                             "gflops": ".1f", "of_peak": ".2f"})
+    print(f"machine: {available_cores()} cores available; wall-clock times; {threads}")
+    peaks = in_fresh_process(gemm_peaks)
+    print("GEMM peak, GFLOPS: " + ", ".join(f"{dtype} on {t} thread(s) {g:.1f}" for (dtype, t), g in peaks.items()))
     rows = []
     for d in args.dims:
         row = in_fresh_process(profile_fit, d, args.tol, args.max_iter, args.budget, args.cprofile)
         rows.append(row)
         record(rows)
+        cost(cost_rows(rows, peaks))
         _print(row)
     return 0
+
+
+def gemm_peaks(shape: tuple[int, int, int] = GEMM_SHAPE, repeats: int = 5) -> dict:
+    """GFLOPS of ``A @ B``, ``A`` (m, k) and ``B`` (k, n) for ``shape`` (m, k, n), by precision and
+    threads: {(dtype, threads): GFLOPS}, on 1 thread and on every core, the best of ``repeats``."""
+    from threadpoolctl import threadpool_limits
+
+    m, k, n = shape
+    rng = np.random.default_rng(0)
+    peaks = {}
+    for dtype in ("float64", "float32"):
+        A, B = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        out = np.empty((m, n), dtype)
+        for threads in sorted({1, available_cores()}):
+            with threadpool_limits(threads, user_api="blas"):
+                np.matmul(A, B, out=out)
+                best = np.inf
+                for _ in range(repeats):
+                    tic = time.perf_counter()
+                    np.matmul(A, B, out=out)
+                    best = min(best, time.perf_counter() - tic)
+            peaks[dtype, threads] = 2.0 * m * k * n / best / 1e9
+    return peaks
+
+
+def cost_rows(rows, peaks: dict) -> list[dict]:
+    """The rows of the cost record (module docstring) from the profile's ``rows`` and ``peaks``."""
+    cores = max(t for _, t in peaks)
+    out = [dict(d=None, kernel=f"GEMM {dtype} {GEMM_SHAPE[0]}x{GEMM_SHAPE[1]}x{GEMM_SHAPE[2]}", threads=t,
+                calls=None, seconds=None, gflop64=None, gflop32=None, gflops=g, floor_s=None, of_peak=None,
+                detail="best of 5") for (dtype, t), g in sorted(peaks.items())]
+    peak64, peak32 = peaks["float64", cores], peaks["float32", cores]
+
+    def floor(f64, f32):
+        return f64 / 1e9 / peak64 + f32 / 1e9 / peak32
+
+    for row in rows:
+        for kernel in KERNELS:
+            calls, seconds = row["calls"].get(kernel, 0), row["seconds"].get(kernel, 0.0)
+            f64, f32 = row["flops"].get(kernel, (0.0, 0.0))
+            if not calls:
+                continue
+            at_peak = floor(f64, f32)
+            out.append(dict(d=row["d"], kernel=kernel, threads=cores, calls=calls, seconds=seconds,
+                            gflop64=f64 / 1e9, gflop32=f32 / 1e9,
+                            gflops=(f64 + f32) / 1e9 / seconds if seconds > 0 else None, floor_s=at_peak,
+                            of_peak=at_peak / seconds if seconds > 0 else None,
+                            detail=f"per call: {f64 / calls / 1e9:.3g} GFLOP float64, "
+                                   f"{f32 / calls / 1e9:.3g} float32, {seconds / calls:.3g} s"
+                                   + (_shapes(row["shapes"]) if kernel == "evaluate" else "")))
+    if len(rows) > 1:
+        small, large = min(rows, key=lambda r: r["d"]), max(rows, key=lambda r: r["d"])
+        total, parts = 0.0, []
+        for kernel in KERNELS:
+            calls = large["calls"].get(kernel, 0)
+            if not calls:
+                continue
+            f64, f32 = large["flops"].get(kernel, (0.0, 0.0))
+            seconds = small["calls"].get(kernel, 0) * floor(f64, f32) / calls
+            total += seconds
+            parts.append(f"{kernel} {small['calls'].get(kernel, 0)} x {floor(f64, f32) / calls:.3g} s")
+        out.append(dict(d=large["d"], kernel="floor", threads=cores, calls=None, seconds=total, gflop64=None,
+                        gflop32=None, gflops=None, floor_s=total, of_peak=None,
+                        detail=f"the calls of d={small['d']}, each at the peak with the operations of a call at "
+                               f"d={large['d']}: " + "; ".join(parts)))
+    return out
 
 
 def load(d: int):
@@ -148,52 +265,153 @@ def profile_fit(d: int, tol: float, max_iter: int, budget: float, top: int) -> d
 
 
 class _Probe:
-    """Counts and seconds of the solver's parts, by wrapping them while ``installed``."""
+    """Counts, seconds and operations (float64, float32) of the solver's parts, by wrapping
+    them while ``installed``; the operations as the module docstring counts them."""
 
     def __init__(self):
         self.calls, self.seconds = defaultdict(int), defaultdict(float)
+        self.flops = defaultdict(lambda: [0.0, 0.0])
         self.cg_steps = []  # (gamma, CG iterations) per truncated-CG solve
         self.last_objective = None
         self._gamma = np.nan
+        self._phase = None  # the kernel whose float32 tiles run now (``search`` or ``certificate``)
+        self._lock = threading.Lock()
+        self.shapes = []  # (p, r) of ``L`` at every evaluation
 
     def installed(self):
         from contextlib import ExitStack
 
-        from fast_solver.lmnn import solver, trust_region
+        from fast_solver.lmnn import impostors, solver, trust_region
         from fast_solver.lmnn.smoothed import SmoothedObjective
         from fast_solver.lmnn.working_set import ExactSearch
+        from lmnn_sdp.core import pair_search, principal
 
         stack = ExitStack()
         self._wrap(stack, SmoothedObjective, "evaluate", "evaluate", self._on_evaluate)
-        self._wrap(stack, SmoothedObjective, "hessian_product", "hessp")
-        self._wrap(stack, SmoothedObjective, "ray", "ray")
+        self._wrap(stack, SmoothedObjective, "advance", "advance", self._on_advance)
+        self._wrap(stack, SmoothedObjective, "hessian_product", "hessp", self._on_hessp)
+        self._wrap(stack, SmoothedObjective, "preconditioner", "preconditioner", self._on_preconditioner)
+        self._wrap(stack, SmoothedObjective, "ray", "ray", self._on_ray)
         self._wrap(stack, solver, "ray_minimum", "ray_minimum")
-        self._wrap(stack, solver._Run, "scaled_bound", "scaled_bound")
+        self._wrap(stack, solver._Run, "scaled_bound", "scaled_bound", self._on_scaled_bound)
         self._wrap(stack, ExactSearch, "drift", "drift")
-        self._wrap(stack, ExactSearch, "search", "search")
-        self._wrap(stack, solver, "prove", "prove")
+        self._wrap(stack, ExactSearch, "search", "search", self._on_search)
+        self._wrap(stack, solver, "prove_projected", "certificate", self._on_certificate)
         self._wrap(stack, solver, "escape", "escape")
         self._wrap(stack, trust_region, "_steihaug", "steihaug", self._on_steihaug)
+        self._wrap(stack, principal, "principal_axes", "principal_axes", self._on_principal_axes)
+        for module in (impostors, pair_search):
+            self._wrap(stack, module, "float32_tiles", "tiles", self._on_tiles)
         return stack
 
     def _wrap(self, stack, owner, name, key, after=None):
         original = getattr(owner, name)
 
         def wrapped(*args, **kwargs):
-            before = self.calls["hessp"]
+            before, phase = self.calls["hessp"], self._phase
+            if key in ("search", "certificate"):
+                self._phase = key
             tic = time.perf_counter()
-            out = original(*args, **kwargs)
-            self.seconds[key] += time.perf_counter() - tic
-            self.calls[key] += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                self._phase = phase
+            with self._lock:
+                self.seconds[key] += time.perf_counter() - tic
+                self.calls[key] += 1
             if after is not None:
-                after(args, out, self.calls["hessp"] - before)
+                out = after(args, out, self.calls["hessp"] - before) or out
             return out
 
         setattr(owner, name, wrapped)
         stack.callback(setattr, owner, name, original)
 
+    def _count(self, key, f64=0.0, f32=0.0):
+        with self._lock:
+            self.flops[key][0] += f64
+            self.flops[key][1] += f32
+
     def _on_evaluate(self, args, out, _):
-        self.last_objective, self._gamma = args[0], out.gamma
+        objective, L = args[0], args[1]
+        self.last_objective, self._gamma = objective, out.gamma
+        C, p, r = L.shape
+        self.shapes.append((p, r))
+        self._count("evaluate", 2.0 * len(objective.graphs.rows) * r * p + self._distances(objective, p)
+                    + self._scatter(objective, C, p, r))
+
+    def _on_advance(self, args, out, _):
+        objective = args[0]
+        C, p, r = out.L.shape
+        self._count("advance", 2.0 * len(objective.graphs.rows) * p + self._scatter(objective, C, p, r))
+
+    @staticmethod
+    def _distances(objective, p):
+        n, k = objective.targets.shape
+        return 3.0 * (n * k + len(objective.ws)) * p
+
+    @staticmethod
+    def _scatter(objective, C, p, r):
+        """``G = X^T Lap X`` and the gradient ``2 L G``."""
+        rows = len(objective.graphs.rows)
+        return 2.0 * 2 * objective.graphs.graph.n_pairs * r + 2.0 * rows * r * r + 2.0 * C * p * r * r
+
+    def _on_hessp(self, args, out, _):
+        objective, V = args[0], args[1]
+        C, p, r = V.shape
+        f32 = 0.0
+        if objective.current.n_transition:
+            T = len(objective._transition)
+            f32 = 4.0 * len(objective._transition_graph.rows) * r * p + 20.0 * T * p
+        self._count("hessp", 2.0 * C * p * r * r, f32)
+
+    def _on_preconditioner(self, args, apply, _):
+        objective = args[0]
+        ev = objective.current
+        C, p, r = ev.L.shape
+        S = min(ev.n_transition, objective.options.precondition_sample)
+        self._count("preconditioner", C * (2.0 * p * p * r + 9.0 * p ** 3 + 9.0 * r ** 3),
+                    C * (4.0 * S * r * r + 10.0 * S * r * p))
+
+        def counted(R):
+            tic = time.perf_counter()
+            result = apply(R)
+            with self._lock:
+                self.seconds["precondition"] += time.perf_counter() - tic
+                self.calls["precondition"] += 1
+            self._count("precondition", C * (4.0 * p * p * r + 4.0 * p * r * r))
+            return result
+        return counted
+
+    def _on_ray(self, args, out, _):
+        objective, V = args[0], args[1]
+        C, p, r = V.shape
+        self._count("ray", 2.0 * len(objective.graphs.rows) * r * p + 2.0 * self._distances(objective, p))
+
+    def _on_scaled_bound(self, args, out, _):
+        G = args[1].dual_matrix
+        self._count("scaled_bound", 9.0 * G.shape[0] * G.shape[1] ** 3)
+
+    def _on_search(self, args, out, _):
+        search, L = args[0], args[1]
+        C, p, r = L.shape
+        n = search.X.shape[1]
+        self._count("search", C * (2.0 * r * r * p + 2.0 * n * r * p))
+
+    def _on_principal_axes(self, args, out, _):
+        centred, (_, s) = args[0], out
+        n, p = centred.shape
+        if self._phase is not None:
+            self._count(self._phase, 2.0 * n * p * p + 9.0 * p ** 3 + 2.0 * n * p * s)
+
+    def _on_tiles(self, args, out, _):
+        rows, cols = args[0], args[1]
+        if self._phase is not None:
+            self._count(self._phase, 0.0, 2.0 * rows.shape[0] * cols.shape[0] * rows.shape[1])
+
+    def _on_certificate(self, args, out, _):
+        problem = args[0]
+        n, d = problem.n_samples, problem.n_features
+        self._count("certificate", 6.0 * n * d * d + 18.0 * d ** 3)
 
     def _on_steihaug(self, args, out, n_hessp):
         self.cg_steps.append((self._gamma, n_hessp))
@@ -205,8 +423,19 @@ class _Probe:
         return dict(newton_steps=steps, cg_iter=cg, cg_per_step=cg / max(steps, 1), hessp_s=s["hessp"],
                     evaluations=c["evaluate"], evaluate_s=s["evaluate"], line_searches=c["ray"],
                     line_s=s["ray"] + s["ray_minimum"], stop_test_s=s["scaled_bound"] + s["drift"],
-                    searches=c["search"], search_s=s["search"], certificates=c["prove"],
-                    certificate_s=s["prove"], escape_s=s["escape"], steihaug_s=s["steihaug"])
+                    searches=c["search"], search_s=s["search"], certificates=c["certificate"],
+                    certificate_s=s["certificate"], escape_s=s["escape"], steihaug_s=s["steihaug"],
+                    calls=dict(c), seconds=dict(s), flops={key: tuple(v) for key, v in self.flops.items()},
+                    shapes=self.shapes)
+
+
+def _shapes(shapes) -> str:
+    """``L``'s shapes (p, r) over a fit's evaluations: the first, the last and the extremes of p."""
+    if not shapes:
+        return ""
+    p = [shape[0] for shape in shapes]
+    return (f"; L (p, r): {shapes[0]} at the first evaluation, {shapes[-1]} at the last, p from {min(p)} "
+            f"to {max(p)}")
 
 
 def _stage_summary(stages, result) -> dict:
