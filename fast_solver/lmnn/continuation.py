@@ -6,10 +6,10 @@ of the lower bound that decides when a stage ends and the next one shrinks the w
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from fast_solver.lmnn.options import SolverOptions
 from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective
-from lmnn_sdp.certificates.bounds import largest_feasible_scale
 from lmnn_sdp.core.whitening import ClusterWhitening, Whitening
 
 
@@ -73,11 +73,13 @@ def scaled_bound(mu: float, whitening: ClusterWhitening, ev: Evaluation) -> floa
 
 def _feasible_scale(mu: float, space: Whitening, G: np.ndarray) -> float:
     """Largest ``alpha`` in [0, 1] with ``(1 - alpha)(1 - mu) P + alpha G`` PSD on the range
-    of one cluster's pull matrix ``P`` (whitened, ``G`` of shape (r, r)):
-    ``bounds.largest_feasible_scale`` with ``A = (1 - mu) P`` and ``Q = A - G``."""
+    of one cluster's pull matrix ``P`` (whitened, ``G`` of shape (r, r)). There ``P`` is the
+    identity (``Whitening.pull``), so ``alpha = (1 - mu) / ((1 - mu) - lambda)`` with ``lambda``
+    the smallest eigenvalue of ``G`` on that range, and 1 where ``lambda >= 0``: one eigenvalue,
+    not the generalized problem of ``bounds.largest_feasible_scale`` (design note:
+    docs/design/high-dimension.md)."""
     m = space.pull_rank
-    G = G[:m, :m]
-    if np.linalg.eigvalsh(G)[0] >= 0:
+    smallest = scipy.linalg.eigh(G[:m, :m], eigvals_only=True, subset_by_index=[0, 0])[0]
+    if smallest >= 0:
         return 1.0
-    A = (1.0 - mu) * space.pull[:m, :m]
-    return largest_feasible_scale(A, A - G)
+    return float((1.0 - mu) / ((1.0 - mu) - smallest))

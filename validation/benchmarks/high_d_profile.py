@@ -47,8 +47,8 @@ triplets in transition, ``S`` of them sampled for the preconditioner):
   eigen-decompositions (9 p^3 + 9 r^3) and in float32 the sampled curvature
   (4 S r^2 + 10 S r p);
 * ``ray``: ``Y = X V^T`` (2 N r p) and the distance polynomials (6 (n k + P) p);
-  ``scaled_bound``: the eigenvalues of ``G`` and, where ``G`` is indefinite, the generalized
-  problem of the scale into the dual cone (together 9 r^3, an estimate);
+  ``scaled_bound``: the smallest eigenvalue of ``G``, a reduction to tridiagonal form
+  (4/3 r^3);
 * ``search``: ``M = L^T L`` (2 r^2 p), ``Z`` (2 n r p), the principal coordinates
   (2 n p^2 + 9 p^3 + 2 n p s) and every float32 tile of distances (2 b m h for a tile of
   b x m from factors of h columns); ``certificate``: its float32 tiles (the two evaluations
@@ -390,7 +390,7 @@ class _Probe:
 
     def _on_scaled_bound(self, args, out, _):
         G = args[1].dual_matrix
-        self._count("scaled_bound", 9.0 * G.shape[0] * G.shape[1] ** 3)
+        self._count("scaled_bound", 4.0 / 3.0 * G.shape[0] * G.shape[1] ** 3)
 
     def _on_search(self, args, out, _):
         search, L = args[0], args[1]
