@@ -50,13 +50,18 @@ def test_the_summary_record_summarises_the_rows():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mlpack") is None, reason="mlpack not installed (the peers extra)")
-def test_mlpack_through_the_files_gives_the_recorded_gaps(tmp_path):
+def test_mlpack_through_the_files_gives_the_python_apis_gaps(tmp_path):
+    """check-solver's gap of every metric file mlpack wrote is the Python API's on the same file.
+    mlpack's own metrics are not compared with the record's: its L-BFGS ends elsewhere on another
+    CPU (iris-n90-k1-mu0.2: eq. 14 33.39 in the record, 29.93 on another machine, mlpack 4.8.0 both)."""
     assert main(["corpus", "export", str(tmp_path / "corpus")]) == 0
     assert peers_through_files.main(["solve", "mlpack", str(tmp_path / "corpus"), str(tmp_path / "mlpack")]) == 0
     status = main(["check-solver", "--corpus", str(tmp_path / "corpus"), "--metrics", str(tmp_path / "mlpack"),
                    "--kind", "lmnn", "--report", str(tmp_path / "check")])
-    checked = {row["case"]: float(row["gap"]) for row in records.read_record(tmp_path / "check.csv")[1]}
-    recorded = {row["case"]: float(row["gap"]) for row in recorded_rows() if row["solver"].startswith("mlpack ")}
-    assert status == 1 and checked.keys() == recorded.keys()
-    for case, gap in checked.items():
-        assert gap == pytest.approx(recorded[case], rel=1e-3), case
+    checked = records.read_record(tmp_path / "check.csv")[1]
+    recorded = [row["case"] for row in recorded_rows() if row["solver"].startswith("mlpack ")]
+    assert status == 1 and [row["case"] for row in checked] == recorded
+    cases = {case.id: case for case in corpus_cases()}
+    for line in checked:
+        row = peers_through_files.row("mlpack", line, 0.0, cases[line["case"]], tmp_path / "mlpack")
+        assert row["api_difference"] <= peers_through_files.AGREEMENT, line["case"]
