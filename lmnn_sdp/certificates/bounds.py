@@ -223,8 +223,11 @@ def _cluster_scales(A: np.ndarray, N: np.ndarray, R: np.ndarray, shift: np.ndarr
             Z = _scaled_dual(A, N, R, alpha, c)
             if np.linalg.eigvalsh(Z)[0] >= shift[c]:
                 continue
-            fixed = Z + alpha[c] * (N[c] - R[c, c])
-            alpha[c] = _feasible_below(fixed, N[c] - R[c, c], shift[c], alpha[c]) * (1 - undershoot)
+            Q = N[c] - R[c, c]
+
+            def formed(scale, c=c):  # Z_c as the next sweep forms it, so that a scale that passes passes there
+                return _scaled_dual(A, N, R, np.where(np.arange(len(A)) == c, scale, alpha), c)
+            alpha[c] = _feasible_below(Z + alpha[c] * Q, Q, shift[c], alpha[c], formed) * (1 - undershoot)
             lowered = True
         if not lowered:
             return alpha
@@ -273,16 +276,21 @@ def _own_basis_scales(Xr, owner, problem, t, lam, t_free, lam_free, A, N, R, shi
     return _cluster_scales(A, N, R, shift, checked)
 
 
-def _feasible_below(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
+def _feasible_below(A: np.ndarray, Q: np.ndarray, shift: float, hi: float, formed=None) -> float:
     """Largest ``alpha`` in [0, ``hi``] with ``A - alpha Q - shift I`` PSD, checked: the closed
     form, lowered by steps growing fourfold from ``1e-15 alpha`` while rounding leaves it
     outside, and bisected once a step would reach half of it (each check is an eigenvalue
-    solve; a bisection takes 60)."""
+    solve; a bisection takes 60). ``formed(alpha)``, when given, is the matrix the check
+    decomposes, the same ``A - alpha Q`` summed as the caller will sum it again: checked as
+    ``A - alpha Q`` instead, a scale can pass here and fail there by a rounding, which at 1e-14
+    of the eigenvalues' size had sent ``_cluster_scales`` through all its sweeps (design note:
+    docs/design/high-dimension.md)."""
+    formed = formed or (lambda alpha: A - alpha * Q)
     alpha = min(hi, largest_feasible_scale(A, Q, shift))
     step = 1e-15 * alpha
-    while np.linalg.eigvalsh(A - alpha * Q)[0] < shift:
+    while np.linalg.eigvalsh(formed(alpha))[0] < shift:
         if step >= alpha / 2:
-            return bisect_feasible_scale(A, Q, shift, hi=alpha)
+            return bisect_feasible_scale(A, Q, shift, hi=alpha, formed=formed)
         alpha, step = alpha - step, 4 * step
     return alpha
 
@@ -513,10 +521,13 @@ def largest_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float = 0.0) -> 
     return 1.0 if theta <= 1.0 else float(1.0 / theta)
 
 
-def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float) -> float:
-    """Bisection for ``largest_feasible_scale`` below ``hi`` (60 halvings)."""
+def bisect_feasible_scale(A: np.ndarray, Q: np.ndarray, shift: float, hi: float, formed=None) -> float:
+    """Bisection for ``largest_feasible_scale`` below ``hi`` (60 halvings); ``formed`` as in
+    ``_feasible_below``."""
+    formed = formed or (lambda alpha: A - alpha * Q)
+
     def feasible(alpha: float) -> bool:
-        return np.linalg.eigvalsh(A - alpha * Q)[0] >= shift
+        return np.linalg.eigvalsh(formed(alpha))[0] >= shift
 
     if feasible(hi):
         return hi

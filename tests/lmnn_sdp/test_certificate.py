@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lmnn_sdp import Certificate, LMNNProblem, certify, solve_lmnn, solve_mm_lmnn
-from lmnn_sdp.certificates import storage
+from lmnn_sdp.certificates import bounds, storage
 from lmnn_sdp.certificates.bounds import dual_lower_bound, largest_feasible_scale, relative_gap, repair_multipliers
 from lmnn_sdp.certificates.certificate import prove
 
@@ -108,6 +108,27 @@ def test_largest_feasible_scale_closed_form_and_bisection_agree():
     negative_on_null = np.diag([1.0, 0.0, 0.0])
     assert largest_feasible_scale(singular, -negative_on_null) == 1.0
     assert largest_feasible_scale(singular, negative_on_null) == 0.0
+
+
+@pytest.mark.parametrize("offset", [1e-9, 0.3])  # found by the fourfold steps; by the bisection
+def test_a_feasible_scale_passes_the_check_of_the_matrix_as_the_caller_forms_it(offset):
+    """``_cluster_scales`` checks ``Z_c`` as it sums it, not as ``A - alpha Q``: a scale that passes one
+    and fails the other by a rounding had sent it through all its sweeps (here the two differ by
+    ``offset`` on the diagonal)."""
+    rng = np.random.default_rng(5)
+    A = np.diag(rng.uniform(1.0, 2.0, 6))
+    Q = rng.normal(size=(6, 6))
+    Q = Q @ Q.T
+
+    def formed(alpha):
+        return A - alpha * Q - offset * np.eye(6)
+    plain = bounds._feasible_below(A, Q, 0.0, 1.0)
+    assert np.linalg.eigvalsh(formed(plain))[0] < 0  # A - alpha Q's own scale fails the other form
+    alpha = bounds._feasible_below(A, Q, 0.0, 1.0, formed)
+    assert np.linalg.eigvalsh(formed(alpha))[0] >= 0
+    assert 0.0 < alpha < plain
+    if offset < 1e-6:
+        assert alpha == pytest.approx(plain, rel=1e-6)
 
 
 def test_relative_gap_definition():
