@@ -280,11 +280,10 @@ def _feasible_below(A: np.ndarray, Q: np.ndarray, shift: float, hi: float, forme
     """Largest ``alpha`` in [0, ``hi``] with ``A - alpha Q - shift I`` PSD, checked: the closed
     form, lowered by steps growing fourfold from ``1e-15 alpha`` while rounding leaves it
     outside, and bisected once a step would reach half of it (each check is an eigenvalue
-    solve; a bisection takes 60). ``formed(alpha)``, when given, is the matrix the check
-    decomposes, the same ``A - alpha Q`` summed as the caller will sum it again: checked as
-    ``A - alpha Q`` instead, a scale can pass here and fail there by a rounding, which at 1e-14
-    of the eigenvalues' size had sent ``_cluster_scales`` through all its sweeps (design note:
-    docs/design/high-dimension.md)."""
+    solve; a bisection takes 60). ``formed(alpha)``, when given, is the matrix every check
+    decomposes: ``A - alpha Q`` summed as the caller sums it, so that a scale accepted here
+    passes the caller's own check, not only the same matrix rounded otherwise (design note:
+    docs/design/high-dimension.md, "The first changes")."""
     formed = formed or (lambda alpha: A - alpha * Q)
     alpha = min(hi, largest_feasible_scale(A, Q, shift))
     step = 1e-15 * alpha
