@@ -135,7 +135,7 @@ def _smoothed_hinge(start, stop, target_d, pair_d, ptr, gamma, mu, scale, prior,
 def laplacian_rows(indptr, neighbours, weights, X, out):
     """``out[u] = sum_e w_e (x_u - x_v)`` over the edges ``e = (u, v)`` of row ``u`` of a
     CSR graph: the rows of ``Lap X`` for a graph Laplacian with symmetric weights; ``X`` and
-    ``out`` (n, r)."""
+    ``out`` (n, r). An edge of weight 0 is not read (most working-set pairs carry no multiplier)."""
     in_row_blocks(_laplacian_rows, X.shape[0], indptr, neighbours, weights, X, out,
                   work=len(neighbours) * X.shape[1])
     return out
@@ -148,8 +148,10 @@ def _laplacian_rows(start, stop, indptr, neighbours, weights, X, out):  # pragma
         for c in range(r):
             out[u, c] = 0.0
         for e in range(indptr[u], indptr[u + 1]):
-            v = neighbours[e]
             w = weights[e]
+            if w == 0.0:
+                continue
+            v = neighbours[e]
             for c in range(r):
                 out[u, c] += w * (X[u, c] - X[v, c])
 

@@ -35,7 +35,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     mu : float in [0, 1], default=0.5
         Weight of the push term; the pull term has ``1 - mu``.
     max_iter : int >= 1, default=1000
-        Budget of Newton iterations.
+        Budget of iterations.
     tol : float >= 0, default=1e-6
         Certified relative gap ``(upper - lower) / upper`` at which to stop.
     init : {"auto", "identity", "random"} or ndarray of shape (n_features, n_features), default="auto"
@@ -48,7 +48,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
         If positive, print a progress table with one row per continuation
-        stage (smoothing width, Newton iterations, upper and lower bounds,
+        stage (smoothing width, iterations, upper and lower bounds,
         gap, active triplets, seconds).
     random_state : int, RandomState instance or None, default=None
         Seeds ``init="random"``; the solver itself is deterministic.
@@ -71,7 +71,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
     lower_bound_ : float
         A rigorous lower bound on the optimum of eq. 14.
     n_iter_ : int
-        Newton iterations run.
+        iterations run.
     converged_ : bool
         Whether the certified gap reached ``tol``.
     result_ : FastLMNNResult
@@ -161,7 +161,7 @@ class LMNN(LinearMetricTransformer, BaseEstimator):
         Warns
         -----
         ConvergenceWarning
-            If ``max_iter`` Newton iterations end before the certified gap reaches ``tol``, or
+            If ``max_iter`` iterations end before the certified gap reaches ``tol``, or
             at ``mu = 1`` (push only) when the objective stops falling above 0, where no
             certificate can follow (the message says why).
 
@@ -234,7 +234,7 @@ def warn_unless_converged(estimator: BaseEstimator, result, where: str = "") -> 
     elif not result.converged:
         warnings.warn(f"[{type(estimator).__name__}] LMNN did not converge{where}: the certified gap "
                       f"{result.relative_gap:.3g} is above tol={estimator.tol:g} after {result.n_iter} "
-                      "Newton iterations; raise max_iter.", ConvergenceWarning)
+                      "iterations; raise max_iter.", ConvergenceWarning)
 
 
 def stage_table(name: str = "LMNN"):

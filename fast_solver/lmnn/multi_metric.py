@@ -115,7 +115,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     n_neighbors : int, default=3
         Neighbours voting in ``predict`` (ties go to the first class).
     max_iter : int >= 1, default=1000
-        Newton iterations of each solve (global LMNN, then multi-metric).
+        iterations of each solve (global LMNN, then multi-metric).
     tol : float >= 0, default=1e-6
         Certified relative gap at which each solve stops.
     search : {"auto", "blockwise", "balltree"}, default="auto"
@@ -147,7 +147,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     converged_ : bool
         Whether the certified gap reached ``tol``.
     n_iter_ : int
-        Newton iterations of the multi-metric solve.
+        iterations of the multi-metric solve.
     global_result_, result_ : FastLMNNResult
         The global LMNN solve (the start) and the multi-metric solve.
     n_features_in_ : int

@@ -115,7 +115,7 @@ class MultiPassResult(Stopped):
 
     @property
     def n_iter(self) -> int:
-        """Newton iterations over all passes."""
+        """iterations over all passes."""
         return sum(p.n_iter for p in self.passes)
 
     @property
@@ -343,13 +343,13 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     stop : {"targets", "passes"}, default="targets"
         Stop when the targets repeat, or run ``max_passes`` passes.
     max_iter : int >= 1, default=1000
-        Newton iterations of each pass.
+        iterations of each pass.
     tol : float >= 0, default=1e-6
         Certified relative gap of each pass.
     search : {"auto", "blockwise", "balltree"}, default="auto"
         Impostor-search path (``fast_solver.lmnn.impostors``).
     verbose : int, default=0
-        If positive, print one row per pass (targets changed, Newton iterations,
+        If positive, print one row per pass (targets changed, iterations,
         bounds, gap, seconds).
     checkpoint : str, path-like or None, default=None
         File that keeps the passes' states (``solve_multipass``'s ``checkpoint``): a fit
@@ -368,7 +368,7 @@ class MultiPassLMNN(LinearMetricTransformer, BaseEstimator):
     n_passes_ : int
         Passes run.
     n_iter_ : int
-        Newton iterations over all passes.
+        iterations over all passes.
     converged_ : bool
         The passes stopped by their rule and each pass converged (``result_.status``).
     result_ : MultiPassResult

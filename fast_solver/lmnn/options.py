@@ -52,6 +52,13 @@ class SolverOptions:
     # triplets are in transition: each buys curvature with a stage more
     max_stages: int = 60  # stages before the solve ends stalled: a bound on a solve that cannot prove tol
 
+    # -- the first phase (``solver._Run._quasi_newton``; "A first phase of quasi-Newton steps" in
+    #    ``docs/design/high-dimension.md``)
+    quasi_newton_memory: int = 10  # L-BFGS pairs kept: more curvature per direction against more products
+    quasi_newton_window: int = 5  # steps over which the first phase's fall is measured; 0: no first phase
+    quasi_newton_fall: float = 1e-3  # that fall, of F_gamma, at which Newton takes over: lower takes more
+    # cheap steps where Newton would converge in fewer, higher hands over further from the optimum
+
     # -- Newton (``trust_region.minimize``; "Line searches on changes", "Where `G` is indefinite")
     initial_radius: float = 0.1  # first trust radius, of |L|_F: larger risks wasted first steps
     max_radius: float = 0.5  # largest step, of |L|_F: no step lands on L = 0, where the gradient vanishes

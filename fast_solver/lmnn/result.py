@@ -25,9 +25,9 @@ class Stage:
     gamma : float
         The smoothing width of the hinge in this stage.
     newton_iterations : int
-        Newton iterations spent in it.
+        iterations spent in it.
     stop : str
-        Why its Newton iterations ended.
+        Why its iterations ended.
     upper, lower, relative_gap : float
         The best bounds so far; ``lower`` as estimated in the whitened coordinates (the
         result's certificate recomputes it).
@@ -53,7 +53,7 @@ class Stage:
     stage: int
     gamma: float
     newton_iterations: int
-    stop: str  # why the Newton iterations ended
+    stop: str  # why the iterations ended
     upper: float
     lower: float
     relative_gap: float
@@ -80,12 +80,12 @@ class FastLMNNResult(CertifiedResult):
         ``dual_scale``); ``certificate.verify()`` re-derives them.
     status : {"converged", "max_iter", "stalled"}
         How the solve stopped (``lmnn_sdp.status``): its certificate proved the gap below
-        ``tol``; ``max_iter`` Newton iterations were spent first; or the solver's own
+        ``tol``; ``max_iter`` iterations were spent first; or the solver's own
         estimate reached ``tol`` but the certificate does not prove it.
     message : str
         Why it stopped, for people.
     n_iter : int
-        Newton iterations over all stages.
+        iterations over all stages.
     n_stages, n_searches, n_evaluations, n_hessian_products : int
     n_retreats : int
         Newton calls taken back because the impostor search after them found that they had
@@ -192,7 +192,7 @@ def solve_message(certificate: Certificate, stop: str, *, max_iter: int, max_sta
         return (f"not converged: M = 0 attains eq. 14 = {certificate.upper:.3g} +- "
                 f"{certificate.upper_error:.3g}, more than atol={certificate.atol:g} with its rounding")
     if stop == "max_iter":
-        message = f"not converged: max_iter={max_iter} Newton iterations spent before the certified gap reached tol"
+        message = f"not converged: max_iter={max_iter} iterations spent before the certified gap reached tol"
     elif stop == "stages":
         message = f"not converged: {max_stages} stages ended before the certified gap reached tol"
     elif stop == "push only":

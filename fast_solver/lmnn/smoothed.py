@@ -24,7 +24,8 @@ Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
 cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.factors.narrowed``). In ``L``
-the gradient is ``2 L G``, and the Hessian applied to a direction ``V`` (p, r) is
+the gradient is ``2 L G = 2 (X^T Lap Z)^T``: formed from ``G`` (``2 p r^2`` once ``G`` is formed,
+``2 N r^2``) or, where ``G`` is not wanted, from ``Z = X L^T`` (``2 N r p``); and the Hessian applied to a direction ``V`` (p, r) is
 ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L> (C_ij - C_il)`` over
 the triplets in transition (``0 < lambda_t < mu``), with ``L S = (X^T Lap Z)^T`` formed from
 ``Z = X L^T``: ``O(p r)`` per point, never ``O(r^2)``.
@@ -229,7 +230,7 @@ class Evaluation:
     complementarity: float  # sum_t mu [h_t]_+ - lambda_t h_t
     n_active: int
     n_transition: int
-    dual_matrix: np.ndarray  # G (C, r, r)
+    dual_matrix: np.ndarray | None  # G (C, r, r); None from an evaluation without it
     gradient: np.ndarray  # 2 L G (C, p, r)
 
 
@@ -268,18 +269,21 @@ class SmoothedObjective:
         self._directions = {}  # scratch of ``_direction`` by dtype, reused by every call
         self.n_evaluations = self.n_hessian_products = 0
 
-    def evaluate(self, L: np.ndarray, gamma: float) -> Evaluation:
+    def evaluate(self, L: np.ndarray, gamma: float, dual: bool = True) -> Evaluation:
         """``F_gamma``, its gradient and multipliers at ``L`` (C, p, r); keeps the state for
-        ``hessian_product`` and ``multipliers``."""
+        ``hessian_product`` and ``multipliers``. With ``dual`` False the dual matrix ``G`` is
+        not formed (``dual_matrix`` None, the gradient from ``Z``: module docstring), and the
+        point serves ``ray`` and ``advance`` only."""
         Z = self.graphs.map(L, np.empty((len(L), self.X.shape[1], L.shape[1])))
         target_d = compiled.target_distances(Z, self.targets, self.clusters)
         compiled.pair_distances(Z, self.clusters, self.ws.ptr, self.ws.impostors, self.pair_d)
-        return self._settle(L, gamma, Z, target_d)
+        return self._settle(L, gamma, Z, target_d, dual)
 
-    def advance(self, t: float) -> Evaluation:
+    def advance(self, t: float, dual: bool = True) -> Evaluation:
         """``evaluate`` at ``L + t V``, ``L`` the last evaluated point and ``V`` the direction of
         the last ``ray`` along ``L``, from that ray's polynomials: ``Z + t Y`` and every distance
-        ``zz + 2 t zy + t^2 yy``, with no product of the inputs."""
+        ``zz + 2 t zy + t^2 yy``, with no product of the inputs but ``G`` (or, without ``dual``,
+        the gradient)."""
         V, Y, target_c, pair_c = self._ray
         ev = self.current
         Z = self.Z
@@ -290,24 +294,29 @@ class SmoothedObjective:
             compiled.add_rows(Z.reshape(-1, Z.shape[2]), Y.reshape(-1, Y.shape[2]), nodes, t)
         target_d = target_c[:, :, 0] + t * (2.0 * target_c[:, :, 1] + t * target_c[:, :, 2])
         np.add(pair_c[:, 0], t * (2.0 * pair_c[:, 1] + t * pair_c[:, 2]), out=self.pair_d)
-        return self._settle(ev.L + t * V, ev.gamma, Z, target_d)
+        return self._settle(ev.L + t * V, ev.gamma, Z, target_d, dual)
 
-    def _settle(self, L: np.ndarray, gamma: float, Z: np.ndarray, target_d: np.ndarray) -> Evaluation:
+    def _settle(self, L: np.ndarray, gamma: float, Z: np.ndarray, target_d: np.ndarray,
+                dual: bool) -> Evaluation:
         """The evaluation at ``L`` from its coordinates ``Z`` and distances (``target_d`` and
-        ``self.pair_d``)."""
+        ``self.pair_d``), with ``G`` when ``dual``."""
         self.n_evaluations += 1
         sums = compiled.smoothed_hinge(target_d, self.pair_d, self.ws.ptr, gamma, self.mu, self._scale(gamma),
                                        self.prior, self.target_w, self.pair_w, self.transition)
         smooth, hinge, lam_sum, comp, active, transition = sums.sum(axis=0)
         pull = float(target_d.sum())
         weights = np.concatenate([(self.target_w + (1.0 - self.mu)).ravel(), self.pair_w])
-        G = self.graphs.scatter(weights)
+        if dual:
+            G = self.graphs.scatter(weights)
+            gradient = 2.0 * np.matmul(L, G)
+        else:
+            G, gradient = None, 2.0 * self.graphs.cross(weights, self.graphs.gather(Z)).transpose(0, 2, 1)
         self.Z, self.target_d, self._transition_graph, self._ray = Z, target_d, None, None
         self.current = Evaluation(
             L=L, gamma=float(gamma), value=(1.0 - self.mu) * pull + self.mu * smooth,
             objective=(1.0 - self.mu) * pull + self.mu * hinge, multiplier_sum=float(lam_sum),
             complementarity=float(comp), n_active=int(active), n_transition=int(transition),
-            dual_matrix=G, gradient=2.0 * np.matmul(L, G))
+            dual_matrix=G, gradient=gradient)
         return self.current
 
     def release(self) -> None:

@@ -19,7 +19,12 @@ multipliers by its own).
    stage. Newton's iterations between two searches are kept only if ``F_gamma`` over all
    triplets fell; otherwise they start again from where they began, on both sets and within a
    shorter radius (``_Run._retract``).
-3. **Second order.** The Newton iterations are a trust-region method with truncated conjugate
+3. **First phase, then second order.** The first stage starts with quasi-Newton steps
+   (``_Run._quasi_newton``): L-BFGS directions along the same exact line search, each step one
+   gradient formed from ``Z = X L^T`` without the dual matrix ``G`` (an (r, r) matrix of
+   ``2 N r^2`` operations, the cost of a Newton step in many coordinates), until their fall
+   over ``quasi_newton_window`` steps is below ``quasi_newton_fall`` of ``F_gamma``; Newton's
+   iterations take over there. They are a trust-region method with truncated conjugate
    gradients and an exact line search along each step (``fast_solver.lmnn.trust_region``,
    ``SmoothedObjective.ray``): a Hessian-vector product costs one pass over the triplets in
    transition (``0 < h < gamma``), a point of the line search one pass over the working set
@@ -85,6 +90,7 @@ from fast_solver.lmnn.degenerate import known_optimum, push_only_stop, recent_fa
 from fast_solver.lmnn.factors import escape, gram, narrowed
 from fast_solver.lmnn.impostors import check_band
 from fast_solver.lmnn.options import SolverOptions, check_solve_options
+from fast_solver.lmnn.quasi_newton import Memory
 from fast_solver.lmnn.result import FastLMNNResult, Stage, solve_message, solve_status
 from fast_solver.lmnn.smoothed import Evaluation, SmoothedObjective, WorkingSet
 from fast_solver.lmnn.start import starting_factors
@@ -140,7 +146,8 @@ def solve(
     tol : float >= 0, default=1e-6
         Relative gap ``(upper - lower) / upper`` that ``converged`` must prove.
     max_iter : int >= 1, default=1000
-        Budget of Newton iterations over all stages.
+        Budget of iterations over all stages: the first phase's quasi-Newton steps and the
+        Newton steps.
     band : float >= 0, default=0.5
         Slack of the working set: pairs within ``max_j D(i, j) + 1 + band``.
     search : {"auto", "blockwise", "balltree"}, default="auto"
@@ -304,6 +311,50 @@ class _Run:
             bar.close()
         return self._result("max_iter", max_iter)
 
+    # -- the first phase --------------------------------------------------------
+    def _quasi_newton(self, objective: SmoothedObjective, L, max_iter: int):
+        """Quasi-Newton steps on ``F_gamma`` at the first width from the start ``L`` (module
+        docstring, step 3): L-BFGS directions (``quasi_newton.Memory``) along the exact line
+        search, each step one gradient from ``Z`` without ``G``; a new search (``L`` narrowed, the
+        memory cleared, eq. 14 there offered as an upper bound) when the metric has drifted by
+        ``stale_drift``. Newton takes over once the fall of ``F_gamma`` over the last
+        ``quasi_newton_window`` steps is at most ``quasi_newton_fall`` of ``F_gamma``, or a step
+        finds no decrease; a window of 0 takes no step. Returns the objective, ``L`` and the
+        steps taken (iterations)."""
+        state, options, gamma = self.state, self.options, self.state.gamma
+        memory, falls, nit, window = Memory(options.quasi_newton_memory), [], 0, options.quasi_newton_window
+        if window == 0:
+            return objective, L, 0
+        tic, searched = time.perf_counter(), state.timings["search"]
+        ev = objective.evaluate(L, gamma, dual=False)
+        if self._searched_at(objective, L):
+            self._offer_upper(objective, ev, gram(L))
+        while state.n_iter + nit < max_iter:
+            if len(falls) >= window and sum(falls[len(falls) - window:]) <= options.quasi_newton_fall * abs(ev.value):
+                break
+            V = memory.direction(ev.gradient)
+            if not memory:  # a first step of ``initial_radius`` |L|, the Newton calls' first radius
+                V *= options.initial_radius * np.linalg.norm(ev.L) / max(np.linalg.norm(V), 1e-300)
+            t, change = ray_minimum(objective.ray(V), 1.0)
+            if not change < 0.0:
+                break
+            new = objective.advance(t, dual=False)
+            memory.update(new.L - ev.L, new.gradient - ev.gradient)
+            ev, nit = new, nit + 1
+            falls.append(-change)
+            if self.search.drift(gram(ev.L)) > options.stale_drift:
+                L = narrowed(ev.L, options)
+                state.n_evaluations += objective.n_evaluations
+                objective = self._renew(L, objective)
+                ev = objective.evaluate(L, gamma, dual=False)  # eq. 14 at L: every active triplet is in the set
+                self._offer_upper(objective, ev, gram(L))
+                memory.clear()
+        state.n_iter += nit
+        state.n_evaluations += objective.n_evaluations
+        objective.n_evaluations = 0
+        state.timings["quasi_newton"] += time.perf_counter() - tic - (state.timings["search"] - searched)
+        return objective, ev.L, nit
+
     # -- one stage ------------------------------------------------------------
     def _stage(self, objective: SmoothedObjective, L, max_iter, bar, nit: int = 0):
         """Newton iterations at ``state.gamma`` (``nit`` spent already): a fresh search whenever
@@ -316,6 +367,8 @@ class _Run:
         renewed where it ended, is lower; otherwise the renewed set's new pairs had been left out
         of its model, and it is retracted (``_retract``)."""
         state, options, gamma = self.state, self.options, self.state.gamma
+        if not state.stages and nit == 0:  # the first stage, from the start
+            objective, L, nit = self._quasi_newton(objective, L, max_iter)
         while True:
             if self.checkpoint.due():
                 self.checkpoint.save(saved(state, self.search, None, objective=objective, L=L, nit=nit))
@@ -511,7 +564,8 @@ class _NewtonCall:
         """``F_gamma`` and its gradient at ``x``, reusing the line search's last point there."""
         t, self.moved = self.moved, None
         ev = self.objective.advance(t) if t is not None else self.objective.current
-        if ev is None or ev.gamma != self.gamma or not np.array_equal(ev.L.ravel(), x):
+        if (ev is None or ev.dual_matrix is None or ev.gamma != self.gamma
+                or not np.array_equal(ev.L.ravel(), x)):
             ev = self.objective.evaluate(x.reshape(self.shape), self.gamma)
         if self.exact:
             self.exact = False

@@ -37,9 +37,7 @@ from fast_solver.lmnn.smoothed import WorkingSet
 from fast_solver.lmnn.working_set import ExactSearch
 from lmnn_sdp.core.problem import LMNNProblem
 
-ITERATIONS = 15  # version of the iterations a checkpoint replays, in its fingerprint (history: the design note)
-PUSH_ONLY_ITERATIONS = 16  # its version at mu = 1, where alone the iterations changed with 16 (so the
-# checkpoints of mu < 1 stay valid)
+ITERATIONS = 17  # version of the iterations a checkpoint replays, in its fingerprint (history: the design note)
 
 
 @dataclass
@@ -84,7 +82,7 @@ class SolveState:
     retreat: float | None = None
     stages: list[Stage] = field(default_factory=list)
     upper_path: list[tuple[float, float]] = field(default_factory=list)  # (elapsed, upper) at each improvement
-    timings: dict = field(default_factory=lambda: dict.fromkeys(("search", "newton", "escape", "bounds"), 0.0))
+    timings: dict = field(default_factory=lambda: dict.fromkeys(("search", "quasi_newton", "newton", "escape", "bounds"), 0.0))
     start_time: float = field(default_factory=time.perf_counter)
     n_iter: int = 0
     n_evaluations: int = 0
@@ -115,7 +113,7 @@ def solve_fingerprint(problem: LMNNProblem, M0=None, **options) -> str:
     """
     return fingerprint(problem.X, problem.label_codes, problem.targets, mu=problem.mu, clusters=problem.clusters,
                        M0=None if M0 is None else np.asarray(M0),
-                       iterations=PUSH_ONLY_ITERATIONS if problem.mu == 1.0 else ITERATIONS, **options)
+                       iterations=ITERATIONS, **options)
 
 
 def saved(state: SolveState, search: ExactSearch, stop: str | None, *, objective=None, L=None, nit: int = 0,

@@ -133,7 +133,8 @@ def test_lattice_ties_reach_a_fixed_point_after_one_pass():
     result = solve_multipass(LMNNProblem(X, y, k=3), max_passes=5)
     assert result.message.startswith("fixed point") and result.n_passes == 1 and result.converged
     M = result.metric
-    np.testing.assert_allclose(M, M[0, 0] * np.eye(2), rtol=1e-6, atol=1e-9 * M[0, 0])  # isotropic by symmetry
+    # isotropic by symmetry, up to what a certified gap of 1e-6 (of eq. 14, not of M) leaves free
+    np.testing.assert_allclose(M, M[0, 0] * np.eye(2), rtol=1e-6, atol=1e-5 * M[0, 0])
     # the kept targets are nearest up to the metric's certified accuracy
     Z = X @ result.components.T
     np.testing.assert_allclose(_sorted_target_distances(Z, result.targets[0]),

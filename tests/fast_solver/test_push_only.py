@@ -13,8 +13,7 @@ from sklearn.datasets import load_iris, load_wine
 from sklearn.exceptions import ConvergenceWarning
 
 from fast_solver import LMNN, solve
-from fast_solver.lmnn import solver, state
-from fast_solver.lmnn.state import solve_fingerprint
+from fast_solver.lmnn import solver
 from lmnn_sdp import LMNNProblem
 from lmnn_sdp.status import push_only
 
@@ -92,9 +91,3 @@ def test_an_ended_push_only_checkpoint_returns_the_same_result(half_iris, half_i
     assert again.n_iter == first.n_iter == half_iris_result.n_iter
     np.testing.assert_array_equal(again.metric, half_iris_result.metric)
 
-
-def test_only_checkpoints_at_mu_one_change_version(half_iris, monkeypatch):
-    other = LMNNProblem(half_iris.X, half_iris.y, k=2, mu=0.5)
-    before = solve_fingerprint(half_iris), solve_fingerprint(other)
-    monkeypatch.setattr(state, "PUSH_ONLY_ITERATIONS", state.PUSH_ONLY_ITERATIONS + 1)
-    assert solve_fingerprint(half_iris) != before[0] and solve_fingerprint(other) == before[1]

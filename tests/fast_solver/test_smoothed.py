@@ -365,3 +365,25 @@ def test_cluster_graphs_map_and_scatter_at_their_nodes(C, r):  # coordinates, or
         m = clusters[b] == c
         D = X[c, a[m]] - X[c, b[m]]
         np.testing.assert_allclose(S, (D * w[m, None]).T @ D, rtol=1e-10, atol=1e-10 * np.abs(S).max())
+
+
+@pytest.mark.parametrize("few_pairs", [False, True])
+@pytest.mark.parametrize("shifted", [False, True])
+def test_without_the_dual_matrix_the_gradient_is_the_same(setting, few_pairs, shifted):
+    """``evaluate(dual=False)`` and ``advance(dual=False)`` form the gradient from ``Z``
+    (``2 (X^T Lap Z)^T``) and no ``G``: the same value and gradient as with ``G``, at a point
+    and along a ray, on graphs of every node and of a few."""
+    problem, clusters, whitening, objective, L = setting
+    if few_pairs:
+        keep = np.linspace(0, len(objective.ws) - 1, 6).astype(np.intp)
+        objective = SmoothedObjective(whitening, problem.targets, problem.mu, WorkingSet.from_pairs(
+            objective.ws.owner[keep], objective.ws.impostors[keep], problem.n_samples))
+    set_prior(problem, objective, shifted)
+    V = np.random.default_rng(5).normal(size=L.shape)
+    with_G = objective.evaluate(L + 0.4 * V, 0.05)
+    for without in (objective.evaluate(L + 0.4 * V, 0.05, dual=False),
+                    (objective.evaluate(L, 0.05, dual=False), objective.ray(V), objective.advance(0.4, dual=False))[2]):
+        assert without.dual_matrix is None
+        assert without.value == pytest.approx(with_G.value, rel=1e-12)
+        np.testing.assert_allclose(without.gradient, with_G.gradient, rtol=1e-10,
+                                   atol=1e-10 * np.abs(with_G.gradient).max())

@@ -17,7 +17,7 @@ Solvers, every fit in a fresh spawned process (``common.in_fresh_process``):
 
 * ``fast``: ``fast_solver.solve(LMNNProblem(X, y, k=3, mu=0.5), tol=tol)``, one solve per
   ``tol`` of ``--tols``, loosest first, each stopped by its own certificate (``--max-iter``
-  Newton iterations at most, the solver's default 1000);
+  iterations at most, the solver's default 1000);
 * ``pylmnn``: PyLMNN 1.6.4 through ``validation.peers.pylmnn_lmnn`` (its defaults,
   ``weight_push_loss = mu``, squared hinge, its own target neighbours);
 * ``metric-learn``: metric-learn 0.7.0 through ``validation.peers.metric_learn_lmnn`` (its
@@ -68,7 +68,7 @@ fit. Its columns:
 * ``vs_pylmnn``, ``vs_metric_learn``: on our rows, the peer's fit seconds divided by the
   row's seconds, same run and cell (> 1: we are faster); ``certified TOL`` rows get both
   peers', ``eq. 14 of PEER`` rows that peer's only; empty unless both fits finished.
-* ``n_iter``: Newton iterations (ours), the peer's iterations (its ``n_iter_``).
+* ``n_iter``: iterations (ours), the peer's iterations (its ``n_iter_``).
 * ``detail``: stages, searches and timings of our solve, the peer's iteration budget and
   warnings, the progress of a killed fit (our last stage: its end, eq. 14, estimated gap),
   the reason for a skip.
@@ -181,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tols", nargs="+", type=float, default=[1e-2, 1e-4, 1e-6],
                         help="certified relative gaps our solver is timed to")
     parser.add_argument("--budget", type=float, default=1800.0, help="seconds before a fit is killed")
-    parser.add_argument("--max-iter", type=int, default=1000, help="Newton iterations of our solver")
+    parser.add_argument("--max-iter", type=int, default=1000, help="iterations of our solver")
     parser.add_argument("--data", choices=("fashion", "synthetic"), default="fashion")
     add_record_option(parser, "high-d-grid")
     parser.add_argument("--resume", action="store_true",
@@ -228,7 +228,7 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     budget : float
         Seconds a fit may take (its process is killed then).
     max_iter : int
-        Newton iterations of our solver.
+        iterations of our solver.
     record : callable, optional
         Called with all rows so far after every row (a ``Recorder``).
     kept : dict, optional
@@ -241,7 +241,7 @@ def run_grid(data: str, ns: Sequence[int], ds: Sequence[int], solvers: Sequence[
     -------
     list of dict
         The rows (``COLUMNS`` and, on our rows, ``stages``: ``[seconds, upper, estimated gap,
-        gamma, Newton iterations]`` per stage, and on finished solves ``uppers``: ``[seconds,
+        gamma, iterations]`` per stage, and on finished solves ``uppers``: ``[seconds,
         upper]`` per improvement of the upper bound).
     """
     rows: list[dict] = []
@@ -490,7 +490,7 @@ def add_ratios(rows: Sequence[dict], solver: str, measured: dict | None) -> None
 # -- in the fresh process -------------------------------------------------------------------
 def fit_ours(arrays: str, tol: float, max_iter: int, progress: str) -> dict:
     """Our solve to ``tol`` on the cell's arrays; every stage is appended to the JSON file
-    ``progress`` as ``[seconds, upper, estimated gap, gamma, Newton iterations]``; ``uppers``
+    ``progress`` as ``[seconds, upper, estimated gap, gamma, iterations]``; ``uppers``
     is ``FastLMNNResult.upper_path`` on the same clock (seconds since before ``LMNNProblem``)."""
     from fast_solver import solve
     from lmnn_sdp.core.problem import LMNNProblem

@@ -85,13 +85,13 @@ def run(args, record=None) -> list[dict]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=3, help="largest number of passes")
-    parser.add_argument("--max-iter", type=int, default=1000, help="Newton iterations per solve")
+    parser.add_argument("--max-iter", type=int, default=1000, help="iterations per solve")
     parser.add_argument("--skip", nargs="*", default=[], choices=sorted(PAPER))
     add_record_option(parser, "letters-family")
     args = parser.parse_args(argv)
     record = Recorder(args.record, "The LMNN family on Letter Recognition beside Table 1",
                       notes=f"UCI split (16,000 training rows, 4,000 test), raw features, k=3, mu=0.5, "
-                            f"at most {args.max_iter} Newton iterations, at most {args.passes} passes; "
+                            f"at most {args.max_iter} iterations, at most {args.passes} passes; "
                             "test errors in %, the paper's (JMLR 2009, Table 1) a reference.",
                       command=module_command("validation.benchmarks.letters_family", argv),
                       columns=COLUMNS, formats={"fit_seconds": ".3g", "certified_gap": ".3g",
