@@ -312,7 +312,7 @@ class _Run:
         return self._result("max_iter", max_iter)
 
     # -- the first phase --------------------------------------------------------
-    def _quasi_newton(self, objective: SmoothedObjective, L, max_iter: int):
+    def _quasi_newton(self, objective: SmoothedObjective, L, max_iter: int, bar: tqdm):
         """Quasi-Newton steps on ``F_gamma`` at the first width from the start ``L`` (module
         docstring, step 3): L-BFGS directions (``quasi_newton.Memory``) along the exact line
         search, each step one gradient from ``Z`` without ``G``; a new search (``L`` narrowed, the
@@ -342,6 +342,7 @@ class _Run:
             memory.update(new.L - ev.L, new.gradient - ev.gradient)
             ev, nit = new, nit + 1
             falls.append(-change)
+            bar.update(1)
             if self.search.drift(gram(ev.L)) > options.stale_drift:
                 L = narrowed(ev.L, options)
                 state.n_evaluations += objective.n_evaluations
@@ -368,7 +369,7 @@ class _Run:
         of its model, and it is retracted (``_retract``)."""
         state, options, gamma = self.state, self.options, self.state.gamma
         if not state.stages and nit == 0:  # the first stage, from the start
-            objective, L, nit = self._quasi_newton(objective, L, max_iter)
+            objective, L, nit = self._quasi_newton(objective, L, max_iter, bar)
         while True:
             if self.checkpoint.due():
                 self.checkpoint.save(saved(state, self.search, None, objective=objective, L=L, nit=nit))

@@ -37,7 +37,8 @@ coordinates, ``L`` of shape (p, r), ``N`` nodes of a pair graph, ``E`` its edges
 triplets in transition, ``S`` of them sampled for the preconditioner):
 
 * ``evaluate``: ``Z = X L^T`` (2 N r p), distances (3 (n k + P) p), ``G = X^T Lap X``
-  (2 E r + 2 N r^2), the gradient ``2 L G`` (2 p r^2); ``advance`` the same without ``Z``
+  (2 E r + 2 N r^2), the gradient ``2 L G`` (2 p r^2), or without ``G`` (the first phase's
+  quasi-Newton steps) the gradient ``2 (X^T Lap Z)^T`` (2 E p + 2 N r p); ``advance`` the same without ``Z``
   (its ``Z + t Y``: 2 N p);
 * ``hessp``: ``2 V G`` (2 p r^2, float64) and in float32 ``Y = X V^T`` and ``X^T Lap Z``
   over the transition graph (2 x 2 N r p), its Laplacian (8 T p) and the triplet products
@@ -338,12 +339,12 @@ class _Probe:
         C, p, r = L.shape
         self.shapes.append((p, r))
         self._count("evaluate", 2.0 * len(objective.graphs.rows) * r * p + self._distances(objective, p)
-                    + self._scatter(objective, C, p, r))
+                    + self._scatter(objective, out, C, p, r))
 
     def _on_advance(self, args, out, _):
         objective = args[0]
         C, p, r = out.L.shape
-        self._count("advance", 2.0 * len(objective.graphs.rows) * p + self._scatter(objective, C, p, r))
+        self._count("advance", 2.0 * len(objective.graphs.rows) * p + self._scatter(objective, out, C, p, r))
 
     @staticmethod
     def _distances(objective, p):
@@ -351,10 +352,13 @@ class _Probe:
         return 3.0 * (n * k + len(objective.ws)) * p
 
     @staticmethod
-    def _scatter(objective, C, p, r):
-        """``G = X^T Lap X`` and the gradient ``2 L G``."""
-        rows = len(objective.graphs.rows)
-        return 2.0 * 2 * objective.graphs.graph.n_pairs * r + 2.0 * rows * r * r + 2.0 * C * p * r * r
+    def _scatter(objective, out, C, p, r):
+        """``G = X^T Lap X`` and the gradient ``2 L G``, or without ``G`` (the first phase's
+        evaluations) the gradient ``2 (X^T Lap Z)^T``."""
+        rows, edges = len(objective.graphs.rows), 2 * objective.graphs.graph.n_pairs
+        if out.dual_matrix is None:
+            return 2.0 * edges * p + 2.0 * rows * r * p
+        return 2.0 * edges * r + 2.0 * rows * r * r + 2.0 * C * p * r * r
 
     def _on_hessp(self, args, out, _):
         objective, V = args[0], args[1]
