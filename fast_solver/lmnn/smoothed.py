@@ -24,8 +24,9 @@ Its gradient in ``M_w`` is the dual matrix of DESIGN.md,
 so every evaluation hands the certificate a dual candidate: ``lambda`` lies in
 the box ``[0, mu]``, and ``G`` is PSD at a minimiser of ``F_gamma`` over the PSD
 cone. ``L`` is (p, r) with ``p <= r`` rows (``fast_solver.lmnn.factors.narrowed``). In ``L``
-the gradient is ``2 L G = 2 (X^T Lap Z)^T``: formed from ``G`` (``2 p r^2`` once ``G`` is formed,
-``2 N r^2``) or, where ``G`` is not wanted, from ``Z = X L^T`` (``2 N r p``); and the Hessian applied to a direction ``V`` (p, r) is
+the gradient is ``2 L G = 2 (X^T Lap Z)^T``: from ``G`` (``2 N r^2`` to form it, then
+``2 p r^2``) or, where ``G`` is not wanted, from ``Z = X L^T`` (``2 N r p``); and the Hessian
+applied to a direction ``V`` (p, r) is
 ``2 V G + 2 L S``, ``S = sum_t (mu / gamma) <C_ij - C_il, L^T V + V^T L> (C_ij - C_il)`` over
 the triplets in transition (``0 < lambda_t < mu``), with ``L S = (X^T Lap Z)^T`` formed from
 ``Z = X L^T``: ``O(p r)`` per point, never ``O(r^2)``.
