@@ -36,6 +36,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 
 from fast_solver._base import CHECKPOINT_PARAMETERS, fitted_inputs
 from fast_solver.lmnn.estimator import labelled_problem
@@ -218,14 +219,15 @@ def solve_kernel_lmca(
     """
     check_tol(tol)
     check_max_iter(max_iter)
-    K = TrainingKernel(kernel, problem.X, kernel_memory)
-    Omega0 = initial_coefficients(problem, K, n_components, init, random_state)
-    saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "kernel-lmca", problem, Omega0, init,
-                                random_state, hinge=hinge, tol=tol, max_iter=max_iter, kernel=kernel.name,
-                                gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0,
-                                kernel_kept=K.matrix is not None)
-    return minimise(problem, Omega0, lambda Omega: K.dot(Omega.T), lambda dZ: K.dot(dZ).T,
-                    hinge=hinge, tol=tol, max_iter=max_iter, callback=callback, report=report, checkpoint=saved)
+    with threadpool_limits(1, user_api="blas"):  # the kernel and the start too: the same bits on any BLAS threads
+        K = TrainingKernel(kernel, problem.X, kernel_memory)
+        Omega0 = initial_coefficients(problem, K, n_components, init, random_state)
+        saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "kernel-lmca", problem, Omega0, init,
+                                    random_state, hinge=hinge, tol=tol, max_iter=max_iter, kernel=kernel.name,
+                                    gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0,
+                                    kernel_kept=K.matrix is not None)
+        return minimise(problem, Omega0, lambda Omega: K.dot(Omega.T), lambda dZ: K.dot(dZ).T, hinge=hinge,
+                        tol=tol, max_iter=max_iter, callback=callback, report=report, checkpoint=saved)
 
 
 def initial_coefficients(problem: LMNNProblem, K: TrainingKernel, n_components: int | None, init,

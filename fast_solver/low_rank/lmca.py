@@ -27,6 +27,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 
 from fast_solver._base import CHECKPOINT_PARAMETERS, LinearMetricTransformer, ProgressTable
 from fast_solver.lmnn.estimator import labelled_problem
@@ -138,14 +139,15 @@ def solve_lmca(
     """
     check_tol(tol)
     check_max_iter(max_iter)
-    L0 = initial_map(problem, n_components, init, random_state)
-    saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "lmca", problem, L0, init, random_state,
-                                hinge=hinge, tol=tol, max_iter=max_iter)
-    T, T_inverse = pull_whitening(problem)
-    Xw = problem.X_centered @ T
-    mapped = None if callback is None else (lambda A, n_iter: callback(A @ T.T, n_iter))
-    result = minimise(problem, L0 @ T_inverse.T, lambda A: map_rows(Xw, A), lambda dZ: cross_product(dZ, Xw),
-                      hinge=hinge, tol=tol, max_iter=max_iter, callback=mapped, report=report, checkpoint=saved)
+    with threadpool_limits(1, user_api="blas"):  # the start too: the same bits on any BLAS threads
+        L0 = initial_map(problem, n_components, init, random_state)
+        saved = low_rank_checkpoint(checkpoint, checkpoint_interval, "lmca", problem, L0, init, random_state,
+                                    hinge=hinge, tol=tol, max_iter=max_iter)
+        T, T_inverse = pull_whitening(problem)
+        Xw = problem.X_centered @ T
+        mapped = None if callback is None else (lambda A, n_iter: callback(A @ T.T, n_iter))
+        result = minimise(problem, L0 @ T_inverse.T, lambda A: map_rows(Xw, A), lambda dZ: cross_product(dZ, Xw),
+                          hinge=hinge, tol=tol, max_iter=max_iter, callback=mapped, report=report, checkpoint=saved)
     return dataclasses.replace(result, components=result.components @ T.T)
 
 

@@ -37,7 +37,6 @@ from numbers import Integral
 
 import numpy as np
 import scipy.optimize
-from threadpoolctl import threadpool_limits
 
 from fast_solver.checkpoint import Checkpoint, as_checkpoint, fingerprint
 from fast_solver.lmnn.smoothed import WorkingSet
@@ -153,7 +152,9 @@ def minimise(
     report: Callable[[LowRankStage], None] | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> LMCAResult:
-    """Minimise eq. 14 (or its smooth hinge) over ``x`` (module docstring).
+    """Minimise eq. 14 (or its smooth hinge) over ``x`` (module docstring). The callers run it,
+    and the start they compute, on one BLAS thread (L-BFGS-B's products are small, ours run on
+    threads), so that the answer has the same bits whatever the process's BLAS threads.
 
     Parameters
     ----------
@@ -192,9 +193,8 @@ def minimise(
     x0 = np.asarray(x0, dtype=float)
     if not np.all(np.isfinite(x0)):
         raise ValueError("the starting map contains NaN or infinity; pass finite numbers.")
-    with threadpool_limits(1, user_api="blas"):  # L-BFGS-B's small products; ours run on threads
-        run = _Run(problem, embed, pullback, tol, callback, checkpoint or Checkpoint(None, kind="", fingerprint=""))
-        return run.solve(x0, hinge, max_iter, report)
+    run = _Run(problem, embed, pullback, tol, callback, checkpoint or Checkpoint(None, kind="", fingerprint=""))
+    return run.solve(x0, hinge, max_iter, report)
 
 
 def low_rank_checkpoint(path, interval: float, kind: str, problem: LMNNProblem, x0: np.ndarray, init,

@@ -225,3 +225,19 @@ def test_gamma_scale_follows_the_units_of_the_inputs():
     assert small.kernel_.gamma == pytest.approx(1 / (3 * X.var()), rel=1e-12)
     assert large.kernel_.gamma == pytest.approx(small.kernel_.gamma / 1e6, rel=1e-12)
     np.testing.assert_allclose(large.transform(1000 * X[:5]), small.transform(X[:5]), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("fit", [lambda X, y: KernelLMCA(max_iter=60).fit(X, y),
+                                 lambda X, y: LMCA(max_iter=60).fit(X, y)], ids=["kernel-lmca", "lmca"])
+def test_the_fit_has_the_same_bits_whatever_the_callers_blas_threads(fit):
+    """The start (the kernel, its PCA, the scale) runs on one BLAS thread as the fit does, so a
+    fit in a process of one BLAS thread (a Dask worker) equals one in a process of two."""
+    from threadpoolctl import threadpool_limits
+
+    X, y = load_iris(return_X_y=True)
+    with threadpool_limits(1, user_api="blas"):
+        one = fit(X[::2], y[::2])
+    with threadpool_limits(2, user_api="blas"):
+        two = fit(X[::2], y[::2])
+    assert one.result_.objective == two.result_.objective
+    np.testing.assert_array_equal(one.result_.components, two.result_.components)
