@@ -93,22 +93,25 @@ def _two_commands() -> str:
             f"{float(ci['seconds']):,.0f} s.")
 
 
+LETTERS, GRID = "letters-pylmnn-quasi-newton", "high-d-grid-n-d-after"  # the records of the README's speed
+
+
 def _speed() -> str:
     """The README's paragraph on speed against the peers: letters (the median of the record's
     same-run pairs) and the Fashion-MNIST grid (``speed_table``)."""
-    letters = _rows("letters-pylmnn-quasi-newton")
+    letters = _rows(LETTERS)
     pairs = sorted(((float(peer["seconds"]) / float(fast["seconds"]), fast, peer) for fast, peer
                     in zip(letters[::2], letters[1::2])), key=lambda pair: pair[0])
     ratio, fast, peer = pairs[len(pairs) // 2]
     spread = (f", the median of {len(pairs)} same-run pairs ({pairs[0][0]:.2f}x to {pairs[-1][0]:.2f}x)"
               if len(pairs) > 1 else "")
-    return (_wrapped(f"- [letters-pylmnn-quasi-newton](docs/results/letters-pylmnn-quasi-newton.md) (its command in the file): LMNN on "
+    return (_wrapped(f"- [{LETTERS}](docs/results/{LETTERS}.md) (its command in the file): LMNN on "
                      f"letters certified to {_tol(fast['tol'])} in {float(fast['seconds']):.1f} s, PyLMNN's fit "
                      f"{float(peer['seconds']):.1f} s: {ratio:.2f}x{spread}.", indent="  ")
-            + _wrapped("- [high-d-grid-n-d-after](docs/results/high-d-grid-n-d-after.md) (its command in the "
+            + _wrapped(f"- [{GRID}](docs/results/{GRID}.md) (its command in the "
                        "file): Fashion-MNIST, the first n training images, PCA to d (784: the raw pixels); "
                        "seconds and, in brackets, PyLMNN's fit seconds over ours in the same run:", indent="  ")
-            + "\n" + speed_table(_rows("high-d-grid-n-d-after")))
+            + "\n" + speed_table(_rows(GRID)))
 
 
 def speed_table(rows: list[dict]) -> str:
@@ -154,7 +157,7 @@ def speed_table(rows: list[dict]) -> str:
 SECTIONS = (
     Section("two-commands", ("two-commands",), _two_commands),
     Section("headline", ("crosscheck",), _headline),
-    Section("speed", ("letters-pylmnn-quasi-newton", "high-d-grid-n-d-after"), _speed),
+    Section("speed", (LETTERS, GRID), _speed),
 )
 
 
